@@ -115,7 +115,8 @@ Result<int64_t> EventStore::append(std::string_view type, const nlohmann::json& 
   Stmt s(db_, "INSERT INTO events(time, type, parent, payload) VALUES (?, ?, ?, ?)");
   if (!s.ok()) return Error{db_error(db_, "cannot append event")};
   std::string text = payload.dump();
-  sqlite3_bind_double(s.get(), 1, clock_ ? clock_() : wall_clock_seconds());
+  last_time_ = clock_ ? clock_() : wall_clock_seconds();
+  sqlite3_bind_double(s.get(), 1, last_time_);
   sqlite3_bind_text(s.get(), 2, type.data(), int(type.size()), SQLITE_TRANSIENT);
   sqlite3_bind_int64(s.get(), 3, parent);
   sqlite3_bind_text(s.get(), 4, text.data(), int(text.size()), SQLITE_TRANSIENT);

@@ -55,12 +55,15 @@ class EventStore {
   // "ok", or SQLite's list of problems.
   Result<std::string> integrity_check() const;
   void set_clock(Clock clock) { clock_ = std::move(clock); }
+  // The time stamped on the last event this store appended.
+  double last_append_time() const { return last_time_; }
 
  private:
   explicit EventStore(sqlite3* db) : db_(db) {}
   Status exec(const char* sql) const;
   sqlite3* db_;
   Clock clock_;
+  double last_time_ = 0;
 };
 
 double wall_clock_seconds();

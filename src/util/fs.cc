@@ -58,7 +58,8 @@ bool glob_match(std::string_view pattern, std::string_view path) {
   if (pattern.empty()) return path.empty();
   if (pattern.substr(0, 2) == "**") {
     std::string_view rest = pattern.substr(2);
-    if (!rest.empty() && rest[0] == '/') rest.remove_prefix(1);
+    if (rest.empty()) return true;
+    if (rest[0] == '/') rest.remove_prefix(1);
     for (size_t i = 0; i <= path.size(); ++i)
       if ((i == 0 || path[i - 1] == '/') && glob_match(rest, path.substr(i))) return true;
     return false;
