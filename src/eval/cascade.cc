@@ -39,6 +39,15 @@ EvalResult step_failure(const Step& step, const ProcessResult& r, const char* ex
   if (r.end == ProcessResult::End::timed_out)
     return fail(outcome::timeout, step.name,
                 step.name + " ran past its timeout of " + std::to_string(timeout_s) + " s");
+  // A shell reports a child killed by signal N as status 128+N; harness scripts pass that on, and a
+  // candidate that crashed under a harness crashed, it did not give a wrong answer.
+  if (r.end == ProcessResult::End::exited && r.exit_code > 128 && r.exit_code < 128 + NSIG) {
+    int sig = r.exit_code - 128;
+    return fail(outcome::crashed, step.name,
+                head + " (128+" + std::to_string(sig) + ": a process killed by signal " +
+                    std::to_string(sig) + ", " + strsignal(sig) + ")" +
+                    (complaint.empty() ? "" : ":\n" + complaint));
+  }
   if (r.end == ProcessResult::End::exited) return fail(exit_outcome, step.name, detail);
   return fail(outcome::crashed, step.name, detail);
 }

@@ -1,0 +1,110 @@
+// SearchProposer: the built-in proposer. One strategy, or the AUC bandit over all four, proposing
+// from one shared History. It guarantees what strategies only try to: a proposal is valid, never
+// observed before and never in flight; exhaustion is exact in spaces small enough to count once.
+#include "search/proposer.h"
+
+#include <map>
+
+#include "search/bandit.h"
+#include "search/strategy.h"
+
+namespace longhaul {
+namespace {
+
+constexpr size_t kNobody = SIZE_MAX;
+
+class Search final : public SearchProposer {
+ public:
+  Search(const Space& space, uint64_t seed, std::vector<std::unique_ptr<Strategy>> techniques,
+         bool bandit)
+      : space_(space), history_(space_), rng_(seed), techniques_(std::move(techniques)) {
+    if (bandit) bandit_.emplace(techniques_.size());
+    uint64_t card = space_.cardinality();
+    if (card <= SearchLimits::kEnumerable) {
+      uint64_t count = 0;
+      Point p(space_.dims(), 0);
+      for (uint64_t i = 0; i < card; ++i, next_in_order(space_, p)) count += space_.valid(p);
+      valid_count_ = count;
+    }
+  }
+
+  Search(const Search&) = delete;  // history_ points into space_
+  Search& operator=(const Search&) = delete;
+
+  std::optional<Proposal> next() override {
+    if (valid_count_ && history_.valid_taken() >= *valid_count_) return std::nullopt;
+    size_t arm = bandit_ ? bandit_->choose() : 0;
+    auto p = techniques_[arm]->propose(rng_, history_);
+    if (p && (!space_.valid(*p) || history_.taken(*p))) p.reset();  // a strategy's bug, not the run's
+    std::string label = techniques_[arm]->name();
+    size_t credited = arm;
+    if (p) {
+      if (bandit_) bandit_->start(arm);
+    } else {
+      if (bandit_) bandit_->record(arm, false);  // a use that produced nothing
+      credited = kNobody;
+      label = "random";
+      int rounds = valid_count_ ? 1 : SearchLimits::kGiveUpRounds;  // counted: one scan is exact
+      for (int i = 0; i < rounds && !p; ++i) p = random_unseen(rng_, history_);
+      if (!p) return std::nullopt;
+    }
+    history_.add_pending(*p);
+    in_flight_[*p] = credited;
+    return Proposal{*p, label};
+  }
+
+  void observe(const Point& point, std::optional<double> score) override {
+    size_t arm = kNobody;
+    if (auto it = in_flight_.find(point); it != in_flight_.end()) {
+      arm = it->second;
+      in_flight_.erase(it);
+    }
+    bool gain = history_.record(point, score);
+    if (bandit_ && arm != kNobody) bandit_->finish(arm, gain);
+  }
+
+ private:
+  Space space_;
+  History history_;  // refers to space_
+  Rng rng_;
+  std::vector<std::unique_ptr<Strategy>> techniques_;
+  std::optional<AucBandit> bandit_;
+  std::optional<uint64_t> valid_count_;
+  std::map<Point, size_t> in_flight_;  // proposed, not yet observed -> technique to credit
+};
+
+}  // namespace
+
+const std::vector<std::string>& search_strategies() {
+  static const std::vector<std::string> names = {"bandit", "random", "grid", "hill", "evolution"};
+  return names;
+}
+
+Result<std::unique_ptr<SearchProposer>> SearchProposer::create(const Space& space, uint64_t seed,
+                                                               const std::string& strategy) {
+  std::vector<std::unique_ptr<Strategy>> techniques;
+  bool bandit = false;
+  if (strategy == "bandit" || strategy.empty()) {
+    techniques.push_back(make_random());
+    techniques.push_back(make_grid());
+    techniques.push_back(make_hill());
+    techniques.push_back(make_evolution());
+    bandit = true;
+  } else if (strategy == "random") {
+    techniques.push_back(make_random());
+  } else if (strategy == "grid") {
+    techniques.push_back(make_grid());
+  } else if (strategy == "hill") {
+    techniques.push_back(make_hill());
+  } else if (strategy == "evolution") {
+    techniques.push_back(make_evolution());
+  } else {
+    std::string valid;
+    for (const auto& s : search_strategies()) valid += (valid.empty() ? "" : ", ") + s;
+    return Error{"unknown search strategy '" + strategy + "' (valid: " + valid + ")"};
+  }
+  return std::unique_ptr<SearchProposer>(
+      std::make_unique<Search>(space, seed, std::move(techniques), bandit));
+}
+
+}  // namespace longhaul
