@@ -19,10 +19,21 @@ inline std::filesystem::path fixture(const std::string& name) {
   return std::filesystem::path(LONGHAUL_SOURCE_DIR) / "tests" / "fixtures" / name;
 }
 
+// Temporary folders made by a test process, removed when it exits.
+struct TempDirs {
+  std::vector<std::filesystem::path> dirs;
+  ~TempDirs() {
+    std::error_code ec;
+    for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+  }
+};
+inline TempDirs temp_dirs;
+
 inline std::filesystem::path fresh_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("longhaul-test-" + std::to_string(::getpid()) + "-" + name);
   std::filesystem::remove_all(dir);
+  temp_dirs.dirs.push_back(dir);
   return dir;
 }
 

@@ -75,6 +75,15 @@ int main(int argc, char** argv) {
   exp->add_option("--patch", patch, "file to write a patch against the baseline into ('-': stdout)");
   exp->add_option("--attempt", attempt, "export this attempt instead of the best");
 
+  // CLI11 would only say that a subcommand is required; name the word it did not know.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string word = argv[1];
+    if (word != "run" && word != "resume" && word != "status" && word != "log" && word != "export") {
+      std::fprintf(stderr, "longhaul: unknown command '%s'; expected run, resume, status, log or export\n",
+                   word.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -14,7 +14,8 @@ void merge_budget(Budget& b, const nlohmann::json& j) {
 }  // namespace
 
 void RunState::apply(const Event& e) {
-  const auto& p = e.payload;
+  static const nlohmann::json kNone = nlohmann::json::object();
+  const nlohmann::json& p = e.payload.is_object() ? e.payload : kNone;
   last_seq = e.seq;
   last_time = e.time;
   // Wall time counts inside sessions only: the gap before a resume is not the run's time.
@@ -28,9 +29,10 @@ void RunState::apply(const Event& e) {
 
   if (e.type == "run_created") {
     config = p;
-    task_hash = p["task"].value("hash", "");
-    direction = p["goal"].value("direction", "minimize") == "maximize" ? Direction::maximize
-                                                                      : Direction::minimize;
+    task_hash = p.value("task", kNone).value("hash", "");
+    direction = p.value("goal", kNone).value("direction", "minimize") == "maximize"
+                    ? Direction::maximize
+                    : Direction::minimize;
     merge_budget(budget, p.value("budget", nlohmann::json::object()));
   } else if (e.type == "session_started") {
     if (sessions > 0) closed_sessions_s_ = elapsed_s;
