@@ -74,6 +74,7 @@ nlohmann::json status_json(const RunState& s, const std::string& run_dir, bool r
     j["best"] = {{"attempt", b.index}, {"metric", s.best_metric}, {"candidate", b.candidate},
                  {"params", b.params}, {"strategy", b.strategy}};
     if (auto r = s.ratio(s.best_metric)) j["best"]["ratio"] = *r;
+    if (s.confirmed_ratio && s.confirmed_attempt == b.index) j["best"]["confirmed_ratio"] = *s.confirmed_ratio;
   }
   j["target_reached"] = s.target_reached();
   return j;
@@ -96,6 +97,9 @@ std::string status_text(const RunState& s, const std::string& run_dir, bool runn
     out += fmt::format("best      {} ({} baseline) at attempt {} by {}{}\n", format_metric(s, s.best_metric),
                        ratio_text(s, s.best_metric), b.index, b.strategy,
                        b.params.empty() ? "" : ": " + format_params(b.params));
+    if (s.confirmed_ratio && s.confirmed_attempt == b.index)
+      out += fmt::format("confirmed {:.2f}x over the baseline, both re-measured side by side\n",
+                         *s.confirmed_ratio);
   } else {
     out += "best      -\n";
   }

@@ -234,36 +234,52 @@ class Runner {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   }
 
-  // A close call: candidate and incumbent benched in turn, so drift in the machine hits both alike.
-  void remeasure(int index, int incumbent) {
+  // Two candidates rebuilt and benched in turn, so drift in the machine hits both alike. Logged as
+  // KIND_started / KIND_finished; returns the values, or nullopt if either failed to measure.
+  std::optional<std::pair<std::vector<double>, std::vector<double>>> interleaved(
+      const std::string& kind, int index, int other) {
     uint64_t seed = fresh_seed();
-    int64_t intent = log("remeasure_started", {{"attempt", index}, {"incumbent", incumbent},
-                                               {"rounds", kRemeasureRounds}});
+    int64_t intent = log(kind + "_started", {{"attempt", index}, {"incumbent", other},
+                                             {"rounds", kRemeasureRounds}});
     auto ws_c = build_for_remeasure(index, "-c", seed, intent);
-    auto ws_i = build_for_remeasure(incumbent, "-i", seed, intent);
+    auto ws_i = build_for_remeasure(other, "-i", seed, intent);
     std::vector<double> vc, vi;
     for (int round = 0; ws_c && ws_i && round < kRemeasureRounds; ++round) {
       auto c = bench_once(index, *ws_c, seed, intent);
-      auto i = bench_once(incumbent, *ws_i, seed, intent);
+      auto i = bench_once(other, *ws_i, seed, intent);
       if (!c || !i) break;
       vc.push_back(*c);
       vi.push_back(*i);
     }
     std::error_code ec;
     fs::remove_all(dir_ / "work", ec);
-    log("remeasure_finished", {{"attempt", index}, {"incumbent", incumbent},
-                               {"candidate_values", vc}, {"incumbent_values", vi}}, intent);
-    if (vc.size() < size_t(kRemeasureRounds)) {
+    log(kind + "_finished", {{"attempt", index}, {"incumbent", other},
+                             {"candidate_values", vc}, {"incumbent_values", vi}}, intent);
+    if (vc.size() < size_t(kRemeasureRounds)) return std::nullopt;
+    return std::make_pair(vc, vi);
+  }
+
+  // A close call is settled by medians measured side by side with the incumbent.
+  void remeasure(int index, int incumbent) {
+    auto values = interleaved("remeasure", index, incumbent);
+    if (!values) {
       log("verdict", {{"attempt", index}, {"crowned", false},
                       {"reason", "re-measurement failed to complete"}});
       return;
     }
-    double mc = median(vc), mi = median(vi);
+    double mc = median(values->first), mi = median(values->second);
     bool crowned = state_.better(mc, mi);
     log("verdict", {{"attempt", index}, {"crowned", crowned}, {"metric", mc},
                     {"reason", "re-measured " + std::to_string(kRemeasureRounds) +
                                    " rounds interleaved: median " + std::to_string(mc) + " vs " +
                                    std::to_string(mi) + " for the incumbent"}});
+  }
+
+  // Before a run ends, its best and its baseline are measured again side by side: the baseline was
+  // measured once, perhaps hours ago on a busier machine, and the ratio reported should not hang on it.
+  void confirm_best() {
+    if (!state_.best || *state_.best == 0 || state_.confirmed_attempt == *state_.best) return;
+    (void)interleaved("confirm", *state_.best, 0);
   }
 
   void judge(int index) {
@@ -332,7 +348,8 @@ class Runner {
     }
 
     // Finish what was in flight when the last session ended.
-    if (state_.open_remeasure) log("remeasure_interrupted", json::object(), state_.open_remeasure);
+    if (state_.open_remeasure)
+      log(state_.open_remeasure_kind + "_interrupted", json::object(), state_.open_remeasure);
     for (size_t i = 0; i < state_.ledger.size(); ++i) {
       Attempt& a = state_.ledger[i];
       if (a.open_intent) log("eval_interrupted", {{"attempt", a.index}}, a.open_intent);
@@ -358,11 +375,13 @@ class Runner {
     while (true) {
       check_cancel();
       if (auto reason = stop_reason()) {
+        confirm_best();
         log("stopped", {{"reason", *reason}});
         return;
       }
       auto p = (*proposer)->next();
       if (!p) {
+        confirm_best();
         log("stopped", {{"reason", "exhausted"}});
         return;
       }

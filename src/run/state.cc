@@ -1,5 +1,7 @@
 #include "run/state.h"
 
+#include <algorithm>
+
 namespace longhaul {
 namespace {
 
@@ -74,10 +76,25 @@ void RunState::apply(const Event& e) {
     if (a->baseline() && a->metric) baseline_metric = a->metric;
     if (!a->baseline()) ++since_gain;
     a->verdict_pending = a->outcome == "ok" && a->metric.has_value();
-  } else if (e.type == "remeasure_started") {
+  } else if (e.type == "remeasure_started" || e.type == "confirm_started") {
     open_remeasure = e.seq;
-  } else if (e.type == "remeasure_finished" || e.type == "remeasure_interrupted") {
+    open_remeasure_kind = e.type.substr(0, e.type.find('_'));
+  } else if (e.type == "remeasure_finished" || e.type == "remeasure_interrupted" ||
+             e.type == "confirm_finished" || e.type == "confirm_interrupted") {
     open_remeasure = 0;
+    if (e.type == "confirm_finished") {
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      };
+      auto best = p.value("candidate_values", std::vector<double>{});
+      auto base = p.value("incumbent_values", std::vector<double>{});
+      if (!best.empty() && best.size() == base.size() && median(best) > 0 && median(base) > 0) {
+        confirmed_attempt = p.value("attempt", -1);
+        confirmed_ratio = direction == Direction::minimize ? median(base) / median(best)
+                                                           : median(best) / median(base);
+      }
+    }
   } else if (e.type == "verdict") {
     Attempt* a = attempt();
     if (!a) return;

@@ -52,7 +52,12 @@ struct RunState {
   double best_metric = 0;
   std::optional<double> baseline_metric;
   int since_gain = 0;                         // evaluations since the last crowning
-  int64_t open_remeasure = 0;                 // remeasure_started with no result yet
+  int64_t open_remeasure = 0;                 // remeasure_ or confirm_started with no result yet
+  std::string open_remeasure_kind;            // "remeasure" or "confirm"
+  // The last confirmation of the best against the baseline, measured side by side at the end of a
+  // session: which attempt, and its ratio over the baseline by the medians of both.
+  int confirmed_attempt = -1;
+  std::optional<double> confirmed_ratio;
   int sessions = 0;
   double elapsed_s = 0;                       // wall time spent in all sessions
   std::string stop_reason;                    // of the last stopped event; "" while running
