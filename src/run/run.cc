@@ -9,7 +9,8 @@
 
 #include "eval/cascade.h"
 #include "eval/workspace.h"
-#include "search/proposer.h"
+#include "run/lab.h"
+#include "search/space.h"
 #include "store/event_store.h"
 #include "util/fs.h"
 
@@ -57,7 +58,7 @@ class RunLock {
   bool locked_ = false;
 };
 
-class Runner {
+class Runner : public Lab {
  public:
   Runner(std::unique_ptr<EventStore> store, Task task, fs::path dir, RunOptions options)
       : store_(std::move(store)), task_(std::move(task)), dir_(std::move(dir)),
@@ -70,19 +71,49 @@ class Runner {
     return ok_status();
   }
 
-  RunState& state() { return state_; }
+  const Task& task() const override { return task_; }
+  const RunState& state() const override { return state_; }
+  double now() const override { return wall_clock_seconds(); }
 
-  int64_t log(const std::string& type, const json& payload, int64_t parent = 0) {
+  int64_t log(const std::string& type, const json& payload, int64_t parent = 0) override {
     auto seq = store_->append(type, payload, parent);
     if (!seq) throw Failed{"cannot write the event log: " + seq.error()};
     state_.apply(Event{*seq, store_->last_append_time(), type, parent, payload});
     return *seq;
   }
 
-  std::string blob(std::string_view data) {
+  std::string put_blob(std::string_view data) override {
     auto h = store_->put_blob(data);
     if (!h) throw Failed{"cannot write a blob: " + h.error()};
     return *h;
+  }
+
+  std::string get_blob(const std::string& hash) override {
+    auto content = store_->get_blob(hash);
+    if (!content) throw Failed{"the log refers to a missing blob: " + content.error()};
+    return *content;
+  }
+
+  Candidate candidate_of(const Attempt& a) override {
+    Candidate c;
+    c.params = a.params;
+    for (const auto& [path, hash] : a.files) c.files[path] = get_blob(hash);
+    return c;
+  }
+
+  Candidate base_candidate(const json& params) override {
+    Candidate c;
+    c.params = params;
+    for (const auto& [path, hash] : state_.config["base_files"].items())
+      c.files[path] = get_blob(hash.get<std::string>());
+    return c;
+  }
+
+  int evaluate(const Candidate& c, const std::string& strategy, const json& extra) override {
+    int index = propose(c, strategy, extra);
+    evaluate_attempt(index);
+    finish(index);
+    return index;
   }
 
   RunEnd execute() {
@@ -104,36 +135,16 @@ class Runner {
     if (options_.cancel && options_.cancel->load()) throw Interrupted{};
   }
 
-  Candidate candidate_of(const Attempt& a) {
-    Candidate c;
-    c.params = a.params;
-    for (const auto& [path, hash] : a.files) {
-      auto content = store_->get_blob(hash);
-      if (!content) throw Failed{"the log refers to a missing blob: " + content.error()};
-      c.files[path] = *content;
-    }
-    return c;
-  }
-
-  Candidate base_candidate(const json& params) {
-    Candidate c;
-    c.params = params;
-    for (const auto& [path, hash] : state_.config["base_files"].items()) {
-      auto content = store_->get_blob(hash.get<std::string>());
-      if (!content) throw Failed{"the log refers to a missing blob: " + content.error()};
-      c.files[path] = *content;
-    }
-    return c;
-  }
-
-  int propose(const Candidate& c, const std::string& strategy) {
+  int propose(const Candidate& c, const std::string& strategy, const json& extra = json::object()) {
     json files = json::object();
-    for (const auto& [path, content] : c.files) files[path] = blob(content);
-    log("proposal", {{"attempt", state_.ledger.size()},
-                     {"candidate", c.hash()},
-                     {"params", c.params},
-                     {"files", files},
-                     {"strategy", strategy}});
+    for (const auto& [path, content] : c.files) files[path] = put_blob(content);
+    json payload = extra.is_object() ? extra : json::object();
+    payload.update({{"attempt", state_.ledger.size()},
+                    {"candidate", c.hash()},
+                    {"params", c.params},
+                    {"files", files},
+                    {"strategy", strategy}});
+    log("proposal", payload);
     return int(state_.ledger.size()) - 1;
   }
 
@@ -148,12 +159,12 @@ class Runner {
     return {{"attempt", attempt},           {"step", step.name},
             {"end", to_string(r.end)},      {"exit_code", r.exit_code},
             {"signal", r.signal},           {"wall_s", r.wall_s},
-            {"stdout", blob(r.out)},        {"stderr", blob(r.err)},
+            {"stdout", put_blob(r.out)},        {"stderr", put_blob(r.err)},
             {"stdout_truncated", r.out_truncated}, {"stderr_truncated", r.err_truncated}};
   }
 
   // The whole cascade for one attempt, between an intent and its result.
-  void evaluate(int index) {
+  void evaluate_attempt(int index) {
     check_cancel();
     Attempt a = state_.ledger[size_t(index)];
     if (auto it = state_.by_candidate.find(a.candidate); it != state_.by_candidate.end()) {
@@ -192,13 +203,8 @@ class Runner {
       result["metric"] = r.goal->value;
       result["spread"] = r.goal->spread;
     }
-    if (!r.profile.empty()) result["profile"] = blob(r.profile);
+    if (!r.profile.empty()) result["profile"] = put_blob(r.profile);
     log("eval_finished", result, intent);
-  }
-
-  std::optional<double> score(const Attempt& a) const {
-    if (a.outcome != outcome::ok || !a.metric) return std::nullopt;
-    return state_.direction == Direction::minimize ? -*a.metric : *a.metric;
   }
 
   // Builds a candidate in a workspace for re-measurement; nullopt if it no longer builds.
@@ -304,13 +310,8 @@ class Runner {
     remeasure(index, best.index);
   }
 
-  void finish(int index, SearchProposer* proposer, const Space& space) {
-    const Attempt& a = state_.ledger[size_t(index)];
-    if (a.verdict_pending) judge(index);
-    if (proposer) {
-      auto point = space.from_json(a.params);
-      if (point) proposer->observe(*point, score(state_.ledger[size_t(index)]));
-    }
+  void finish(int index) {
+    if (state_.ledger[size_t(index)].verdict_pending) judge(index);
     if (options_.on_attempt) options_.on_attempt(state_, state_.ledger[size_t(index)]);
   }
 
@@ -328,43 +329,21 @@ class Runner {
     std::error_code ec;
     fs::remove_all(dir_ / "work", ec);  // workspaces a killed process left behind
 
-    auto space = Space::compile(task_.space);
-    if (!space) throw Failed{"parameter space: " + space.error()};
-    uint64_t seed = std::stoull(state_.config.value("seed", "0"));
-    auto proposer = SearchProposer::create(*space, seed, state_.config.value("strategy", "bandit"));
-    if (!proposer) throw Failed{proposer.error()};
-
-    // Replay the ledger into the fresh proposer: it must propose what it proposed before.
-    for (const Attempt& a : state_.ledger) {
-      auto point = space->from_json(a.params);
-      if (!point) throw Failed{"attempt " + std::to_string(a.index) + " has parameters outside the space"};
-      if (!a.baseline()) {
-        auto p = (*proposer)->next();
-        if (!p || p->point != *point)
-          throw Failed{"replaying the log, the proposer did not propose attempt " +
-                       std::to_string(a.index) + " again: the log was made by a different proposer"};
-      }
-      if (a.evaluated()) (*proposer)->observe(*point, score(a));
-    }
-
-    // Finish what was in flight when the last session ended.
+    // Finish what was in flight when the last session ended, so the proposer resumes from a ledger
+    // in which every attempt is evaluated and judged.
     if (state_.open_remeasure)
       log(state_.open_remeasure_kind + "_interrupted", json::object(), state_.open_remeasure);
     for (size_t i = 0; i < state_.ledger.size(); ++i) {
-      Attempt& a = state_.ledger[i];
-      if (a.open_intent) log("eval_interrupted", {{"attempt", a.index}}, a.open_intent);
-      if (!state_.ledger[i].evaluated()) {
-        evaluate(int(i));
-        finish(int(i), proposer->get(), *space);
-      } else if (state_.ledger[i].verdict_pending) {
-        finish(int(i), nullptr, *space);
-      }
+      if (int64_t intent = state_.ledger[i].open_intent)
+        log("eval_interrupted", {{"attempt", int(i)}}, intent);
+      if (!state_.ledger[i].evaluated()) evaluate_attempt(int(i));
+      if (state_.ledger[i].verdict_pending) finish(int(i));
     }
 
     if (state_.ledger.empty()) {
-      int index = propose(base_candidate(space->to_json(space->default_point())), "baseline");
-      evaluate(index);
-      finish(index, proposer->get(), *space);
+      auto space = Space::compile(task_.space);
+      if (!space) throw Failed{"parameter space: " + space.error()};
+      evaluate(base_candidate(space->to_json(space->default_point())), "baseline", json::object());
     }
     if (!state_.baseline_metric) {
       const Attempt& b = state_.ledger[0];
@@ -372,22 +351,18 @@ class Runner {
                    (b.detail.empty() ? "" : "\n" + b.detail)};
     }
 
+    auto proposer = make_proposer(state_, task_);
+    if (!proposer) throw Failed{proposer.error()};
+    if (auto s = (*proposer)->resume(*this); !s) throw Failed{s.error()};
     while (true) {
       check_cancel();
-      if (auto reason = stop_reason()) {
+      std::optional<std::string> reason = stop_reason();
+      if (!reason) reason = (*proposer)->step(*this);
+      if (reason) {
         confirm_best();
         log("stopped", {{"reason", *reason}});
         return;
       }
-      auto p = (*proposer)->next();
-      if (!p) {
-        confirm_best();
-        log("stopped", {{"reason", "exhausted"}});
-        return;
-      }
-      int index = propose(base_candidate(space->to_json(p->point)), p->strategy);
-      evaluate(index);
-      finish(index, proposer->get(), *space);
     }
   }
 
