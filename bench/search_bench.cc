@@ -1,0 +1,138 @@
+// The search proposer against plain random search on a real task, at equal evaluation counts.
+// Each point of the space is measured once (build, check, bench) and the figure cached, so every
+// strategy and seed sees the same value for the same point and the comparison is not noise. The
+// reference best is the best of everything measured, a long bandit run included.
+// Usage: search_bench [TASK] [SEEDS] [EVALS] [CACHE]   (defaults: tasks/gemm-cpu 5 40 /tmp/...)
+// Prints, per strategy, the median over seeds of the evaluations needed to reach 95% of the reference
+// best (a time within best/0.95), and the median best after a quarter, half and all of the budget.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "eval/cascade.h"
+#include "eval/workspace.h"
+#include "search/proposer.h"
+#include "util/fs.h"
+
+using namespace longhaul;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Oracle {
+  const Task& task;
+  fs::path cache_path;
+  nlohmann::json cache = nlohmann::json::object();
+  Candidate base;
+  int measured = 0;
+
+  std::optional<double> operator()(const nlohmann::json& params) {
+    std::string key = params.dump();
+    if (cache.contains(key)) return cache[key].is_null() ? std::nullopt : std::optional<double>(cache[key]);
+    Candidate c = base;
+    c.params = params;
+    fs::path ws = fs::temp_directory_path() / "longhaul-search-bench-ws";
+    fs::remove_all(ws);
+    std::optional<double> value;
+    if (make_workspace(task, c, ws)) {
+      CascadeContext ctx{ws, uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()), nullptr, {}};
+      EvalResult r = run_cascade(task, c, ctx);
+      if (r.outcome == outcome::ok) value = r.goal->value;
+    }
+    fs::remove_all(ws);
+    cache[key] = value ? nlohmann::json(*value) : nlohmann::json();
+    if (++measured % 10 == 0) (void)write_file(cache_path, cache.dump());
+    return value;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Best-so-far after each evaluation (index 0 is the baseline).
+std::vector<double> trajectory(const Space& space, Oracle& oracle, const std::string& strategy,
+                               uint64_t seed, int evals) {
+  auto proposer = SearchProposer::create(space, seed, strategy);
+  Point base = space.default_point();
+  auto v0 = oracle(space.to_json(base));
+  (*proposer)->observe(base, v0 ? std::optional<double>(-*v0) : std::nullopt);
+  double best = v0.value_or(1e300);
+  std::vector<double> out{best};
+  for (int i = 0; i < evals; ++i) {
+    auto p = (*proposer)->next();
+    if (!p) break;
+    auto v = oracle(space.to_json(p->point));
+    (*proposer)->observe(p->point, v ? std::optional<double>(-*v) : std::nullopt);
+    if (v) best = std::min(best, *v);
+    out.push_back(best);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path task_dir = argc > 1 ? argv[1] : fs::path(LONGHAUL_SOURCE_DIR) / "tasks/gemm-cpu";
+  int seeds = argc > 2 ? std::atoi(argv[2]) : 5;
+  int evals = argc > 3 ? std::atoi(argv[3]) : 40;
+  fs::path cache_path = argc > 4 ? argv[4] : fs::temp_directory_path() / "longhaul-search-bench-cache.json";
+  auto loaded = load_task(task_dir);
+  if (auto* e = std::get_if<TaskError>(&loaded)) return std::fprintf(stderr, "%s\n", e->str().c_str()), 2;
+  const Task& task = std::get<Task>(loaded);
+  auto space = Space::compile(task.space);
+  if (!space) return std::fprintf(stderr, "%s\n", space.error().c_str()), 2;
+
+  Oracle oracle{task, cache_path};
+  if (auto text = read_file(cache_path)) oracle.cache = nlohmann::json::parse(*text, nullptr, false);
+  if (!oracle.cache.is_object()) oracle.cache = nlohmann::json::object();
+  auto files = list_files(task.dir);
+  if (!files) return std::fprintf(stderr, "%s\n", files.error().c_str()), 1;
+  for (const auto& rel : *files)
+    if (glob_match_any(task.editable, rel)) oracle.base.files[rel] = *read_file(task.dir / rel);
+
+  std::map<std::string, std::vector<std::vector<double>>> runs;
+  for (const std::string strategy : {"bandit", "random"})
+    for (int s = 1; s <= seeds; ++s) {
+      // Distinct seeds per strategy, so that no two runs share a random stream.
+      uint64_t seed = uint64_t(s) + (strategy == "random" ? 100 : 0);
+      runs[strategy].push_back(trajectory(*space, oracle, strategy, seed, evals));
+      std::fprintf(stderr, "%s seed %d: best %.4g (%d points measured so far)\n", strategy.c_str(), s,
+                   runs[strategy].back().back(), oracle.measured);
+    }
+  auto long_run = trajectory(*space, oracle, "bandit", 1000, evals * 3);
+  (void)write_file(cache_path, oracle.cache.dump());
+
+  double reference = long_run.back();
+  for (const auto& [key, v] : oracle.cache.items())
+    if (v.is_number()) reference = std::min(reference, v.get<double>());
+  double goal = reference / 0.95;
+  double baseline = runs["bandit"][0][0];
+  std::printf("task %s: baseline %.4g, reference best %.4g (%.2fx), %zu points measured in all\n",
+              task.name.c_str(), baseline, reference, baseline / reference, oracle.cache.size());
+  std::printf("%-8s %28s %12s %12s %12s\n", "strategy", "evals to 95% of best (median)",
+              "best @25%", "best @50%", "best @100%");
+  for (const auto& [strategy, trajs] : runs) {
+    std::vector<double> reach, q1, q2, q4;
+    for (const auto& t : trajs) {
+      int hit = evals + 1;
+      for (size_t i = 0; i < t.size(); ++i)
+        if (t[i] <= goal) { hit = int(i); break; }
+      reach.push_back(hit);
+      q1.push_back(t[std::min(t.size() - 1, size_t(evals / 4))]);
+      q2.push_back(t[std::min(t.size() - 1, size_t(evals / 2))]);
+      q4.push_back(t.back());
+    }
+    double m = median(reach);
+    std::string reached = m > evals ? ">" + std::to_string(evals) : std::to_string(m).substr(0, 4);
+    std::printf("%-8s %28s %12.4g %12.4g %12.4g   (per seed:", strategy.c_str(), reached.c_str(),
+                median(q1), median(q2), median(q4));
+    for (double r : reach) std::printf(" %s", r > evals ? "-" : std::to_string(int(r)).c_str());
+    std::printf(")\n");
+  }
+  return 0;
+}
