@@ -34,6 +34,16 @@ std::unique_ptr<EventStore> open_run(const std::string& run_dir) {
   return std::move(*store);
 }
 
+// The folded state of an opened run, or nullopt after saying why it could not be read.
+std::optional<RunState> fold_run(const EventStore& store) {
+  auto events = store.read();
+  if (!events) {
+    std::fprintf(stderr, "longhaul: %s\n", events.error().c_str());
+    return std::nullopt;
+  }
+  return fold(*events);
+}
+
 std::string event_line(const Event& e) {
   std::time_t t = std::time_t(e.time);
   char stamp[32];
@@ -49,12 +59,9 @@ std::string event_line(const Event& e) {
 int cmd_status(const std::string& run_dir, bool json) {
   auto store = open_run(run_dir);
   if (!store) return 2;
-  auto events = store->read();
-  if (!events) {
-    std::fprintf(stderr, "longhaul: %s\n", events.error().c_str());
-    return 1;
-  }
-  RunState s = fold(*events);
+  auto state = fold_run(*store);
+  if (!state) return 1;
+  const RunState& s = *state;
   bool running = run_in_use(run_dir);
   if (json) std::printf("%s\n", status_json(s, run_dir, running).dump(2).c_str());
   else std::printf("%s", status_text(s, run_dir, running).c_str());
@@ -100,12 +107,9 @@ int cmd_export(const std::string& run_dir, const std::string& to, const std::str
   }
   auto store = open_run(run_dir);
   if (!store) return 2;
-  auto events = store->read();
-  if (!events) {
-    std::fprintf(stderr, "longhaul: %s\n", events.error().c_str());
-    return 1;
-  }
-  RunState s = fold(*events);
+  auto state = fold_run(*store);
+  if (!state) return 1;
+  const RunState& s = *state;
   int index;
   if (attempt_index) {
     if (*attempt_index < 0 || *attempt_index >= int(s.ledger.size())) {
