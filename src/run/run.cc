@@ -58,6 +58,22 @@ class RunLock {
   bool locked_ = false;
 };
 
+// One transaction, so the blobs of an event and the event itself cost one fsync together. Nothing is
+// lost by grouping: the group is committed before the runner moves on to the next side effect.
+class Batch {
+ public:
+  explicit Batch(EventStore& store) : store_(store) {
+    if (!store_.begin_batch()) throw Failed{"cannot begin a transaction on the event log"};
+  }
+  ~Batch() noexcept(false) {
+    if (!store_.commit_batch() && !std::uncaught_exceptions())
+      throw Failed{"cannot commit to the event log"};
+  }
+
+ private:
+  EventStore& store_;
+};
+
 class Runner : public Lab {
  public:
   Runner(std::unique_ptr<EventStore> store, Task task, fs::path dir, RunOptions options)
@@ -136,6 +152,7 @@ class Runner : public Lab {
   }
 
   int propose(const Candidate& c, const std::string& strategy, const json& extra = json::object()) {
+    Batch batch(*store_);
     json files = json::object();
     for (const auto& [path, content] : c.files) files[path] = put_blob(content);
     json payload = extra.is_object() ? extra : json::object();
@@ -188,6 +205,7 @@ class Runner : public Lab {
     } else {
       CascadeContext ctx{ws, seed, options_.cancel,
                          [&](const Step& step, const ProcessResult& pr) {
+                           Batch batch(*store_);
                            log("step_finished", step_payload(index, step, pr), intent);
                          }};
       r = run_cascade(task_, c, ctx);
@@ -203,6 +221,7 @@ class Runner : public Lab {
       result["metric"] = r.goal->value;
       result["spread"] = r.goal->spread;
     }
+    Batch batch(*store_);
     if (!r.profile.empty()) result["profile"] = put_blob(r.profile);
     log("eval_finished", result, intent);
   }
@@ -218,7 +237,10 @@ class Runner : public Lab {
     CascadeContext ctx{ws, seed, options_.cancel, {}};
     ProcessResult r = run_step(task_, *build, a.params, ctx);
     if (r.end == ProcessResult::End::cancelled) throw Interrupted{};
-    log("step_finished", step_payload(index, *build, r), intent);
+    {
+      Batch batch(*store_);
+      log("step_finished", step_payload(index, *build, r), intent);
+    }
     if (r.end != ProcessResult::End::exited || r.exit_code != 0) return std::nullopt;
     return ws;
   }
@@ -228,7 +250,10 @@ class Runner : public Lab {
     CascadeContext ctx{ws, seed, options_.cancel, {}};
     ProcessResult r = run_step(task_, *task_.step("bench"), a.params, ctx);
     if (r.end == ProcessResult::End::cancelled) throw Interrupted{};
-    log("step_finished", step_payload(index, *task_.step("bench"), r), intent);
+    {
+      Batch batch(*store_);
+      log("step_finished", step_payload(index, *task_.step("bench"), r), intent);
+    }
     EvalResult b = bench_result(task_, r);
     if (b.outcome != outcome::ok) return std::nullopt;
     return b.goal->value;
