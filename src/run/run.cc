@@ -78,7 +78,9 @@ class Runner : public Lab {
  public:
   Runner(std::unique_ptr<EventStore> store, Task task, fs::path dir, RunOptions options)
       : store_(std::move(store)), task_(std::move(task)), dir_(std::move(dir)),
-        options_(std::move(options)) {}
+        options_(std::move(options)) {
+    if (options_.clock) store_->set_clock(options_.clock);
+  }
 
   Status load() {
     auto events = store_->read();
@@ -89,7 +91,15 @@ class Runner : public Lab {
 
   const Task& task() const override { return task_; }
   const RunState& state() const override { return state_; }
-  double now() const override { return wall_clock_seconds(); }
+  double now() const override { return options_.clock ? options_.clock() : wall_clock_seconds(); }
+
+  std::vector<Event> read_events(int64_t after_seq) override {
+    auto events = store_->read(after_seq);
+    if (!events) throw Failed{"cannot read the event log: " + events.error()};
+    return std::move(*events);
+  }
+
+  const std::atomic<bool>* cancel_flag() const override { return options_.cancel; }
 
   int64_t log(const std::string& type, const json& payload, int64_t parent = 0) override {
     auto seq = store_->append(type, payload, parent);
@@ -125,9 +135,16 @@ class Runner : public Lab {
     return c;
   }
 
+  // The proposal and the intent to evaluate it are one transaction: one fsync, not two.
   int evaluate(const Candidate& c, const std::string& strategy, const json& extra) override {
-    int index = propose(c, strategy, extra);
-    evaluate_attempt(index);
+    int index;
+    std::optional<Opened> opened;
+    {
+      Batch batch(*store_);
+      index = propose(c, strategy, extra);
+      opened = open_attempt(index);
+    }
+    if (opened) run_attempt(index, *opened);
     finish(index);
     return index;
   }
@@ -152,7 +169,6 @@ class Runner : public Lab {
   }
 
   int propose(const Candidate& c, const std::string& strategy, const json& extra = json::object()) {
-    Batch batch(*store_);
     json files = json::object();
     for (const auto& [path, content] : c.files) files[path] = put_blob(content);
     json payload = extra.is_object() ? extra : json::object();
@@ -180,33 +196,45 @@ class Runner : public Lab {
             {"stdout_truncated", r.out_truncated}, {"stderr_truncated", r.err_truncated}};
   }
 
-  // The whole cascade for one attempt, between an intent and its result.
-  void evaluate_attempt(int index) {
+  struct Opened {
+    int64_t intent;
+    uint64_t seed;
+  };
+
+  // Logs the intent to evaluate an attempt, or, for a candidate evaluated before, its earlier result.
+  std::optional<Opened> open_attempt(int index) {
     check_cancel();
-    Attempt a = state_.ledger[size_t(index)];
+    const Attempt& a = state_.ledger[size_t(index)];
     if (auto it = state_.by_candidate.find(a.candidate); it != state_.by_candidate.end()) {
       const Attempt& first = state_.ledger[size_t(it->second)];
       json result = {{"attempt", index}, {"outcome", first.outcome}, {"duplicate_of", first.index},
                      {"detail", "the same candidate as attempt " + std::to_string(first.index)}};
       if (first.metric) result["metric"] = *first.metric;
       log("eval_finished", result, a.proposal_seq);
-      return;
+      return std::nullopt;
     }
     uint64_t seed = fresh_seed();
     int64_t intent = log("eval_started", {{"attempt", index}, {"candidate", a.candidate},
                                           {"seed", std::to_string(seed)}}, a.proposal_seq);
+    return Opened{intent, seed};
+  }
+
+  // The whole cascade for one opened attempt. Its steps and its result are logged together at the
+  // end: if the process dies before, the intent alone is on disk and the attempt is run again.
+  void run_attempt(int index, Opened opened) {
+    Attempt a = state_.ledger[size_t(index)];
     Candidate c = candidate_of(a);
     fs::path ws = workspace_for(index);
+    std::vector<std::pair<Step, ProcessResult>> steps;
     EvalResult r;
     if (auto s = make_workspace(task_, c, ws, dir_); !s) {
       r.outcome = outcome::crashed;
       r.failed_step = "workspace";
       r.detail = s.error();
     } else {
-      CascadeContext ctx{ws, seed, options_.cancel,
+      CascadeContext ctx{ws, opened.seed, options_.cancel,
                          [&](const Step& step, const ProcessResult& pr) {
-                           Batch batch(*store_);
-                           log("step_finished", step_payload(index, step, pr), intent);
+                           steps.emplace_back(step, pr);
                          }};
       r = run_cascade(task_, c, ctx);
     }
@@ -222,8 +250,18 @@ class Runner : public Lab {
       result["spread"] = r.goal->spread;
     }
     Batch batch(*store_);
+    for (const auto& [step, pr] : steps) log("step_finished", step_payload(index, step, pr), opened.intent);
     if (!r.profile.empty()) result["profile"] = put_blob(r.profile);
-    log("eval_finished", result, intent);
+    log("eval_finished", result, opened.intent);
+  }
+
+  void evaluate_attempt(int index) {
+    std::optional<Opened> opened;
+    {
+      Batch batch(*store_);
+      opened = open_attempt(index);
+    }
+    if (opened) run_attempt(index, *opened);
   }
 
   // Builds a candidate in a workspace for re-measurement; nullopt if it no longer builds.
@@ -345,7 +383,7 @@ class Runner : public Lab {
     if (state_.target_reached()) return "target";
     if (b.max_evals && state_.evaluations >= *b.max_evals) return "max_evals";
     if (b.patience && state_.since_gain >= *b.patience) return "patience";
-    if (b.wall_time_s && state_.elapsed_s + (wall_clock_seconds() - state_.last_time) >= *b.wall_time_s)
+    if (b.wall_time_s && state_.elapsed_s + (now() - state_.last_time) >= *b.wall_time_s)
       return "wall_time";
     return std::nullopt;
   }
@@ -440,17 +478,20 @@ RunEnd start_run(const Task& task, const fs::path& run_dir, const RunOptions& op
   json created = {{"format", 1},
                   {"task", {{"name", task.name}, {"dir", fs::absolute(task.dir).string()}, {"hash", hash}}},
                   {"goal", goal},
-                  {"proposer", "search"},
+                  {"proposer", options.proposer},
                   {"strategy", options.strategy},
                   {"seed", std::to_string(seed)},
                   {"budget", budget_json(budget)},
                   {"base_files", base_files}};
+  if (options.proposer != "search") created["proposer_config"] = options.proposer_config;
+  if (options.clock) (*store)->set_clock(options.clock);
   if (auto s = (*store)->append("run_created", created); !s) return {1, s.error(), {}};
   store.value().reset();  // closing checkpoints the WAL into the file itself
   fs::rename(creating, run_db_path(run_dir), ec);
   if (ec) return {1, "cannot create " + run_db_path(run_dir).string() + ": " + ec.message(), {}};
   store = EventStore::open(run_db_path(run_dir));
   if (!store) return {1, store.error(), {}};
+  if (options.clock) (*store)->set_clock(options.clock);
   if (auto s = (*store)->append("session_started", {{"pid", ::getpid()}, {"task_hash", hash}}); !s)
     return {1, s.error(), {}};
   Runner runner(std::move(*store), task, run_dir, options);
@@ -478,6 +519,7 @@ RunEnd resume_run(const fs::path& run_dir, const RunOptions& options) {
                    "--force to continue against the changed task", state};
   json session = {{"pid", ::getpid()}, {"task_hash", hash}, {"budget", budget_json(options.budget)}};
   if (hash != state.task_hash) session["forced"] = true;
+  if (options.clock) (*store)->set_clock(options.clock);
   if (auto s = (*store)->append("session_started", session); !s) return {1, s.error(), state};
   Runner runner(std::move(*store), std::move(task), run_dir, options);
   if (auto s = runner.load(); !s) return {1, s.error(), state};
