@@ -110,29 +110,31 @@ int main(int argc, char** argv) {
   double reference = long_run.back();
   for (const auto& [key, v] : oracle.cache.items())
     if (v.is_number()) reference = std::min(reference, v.get<double>());
-  double goal = reference / 0.95;
   double baseline = runs["bandit"][0][0];
-  std::printf("task %s: baseline %.4g, reference best %.4g (%.2fx), %zu points measured in all\n",
-              task.name.c_str(), baseline, reference, baseline / reference, oracle.cache.size());
-  std::printf("%-8s %28s %12s %12s %12s\n", "strategy", "evals to 95% of best (median)",
-              "best @25%", "best @50%", "best @100%");
+  std::printf("task %s: baseline %.4g, reference best %.4g (%.2fx), %zu points measured in all, %d evaluations a run\n",
+              task.name.c_str(), baseline, reference, baseline / reference, oracle.cache.size(), evals);
+  std::printf("evaluations to come within a fraction of the reference best (median over %d seeds; per seed in brackets, - = not reached)\n",
+              seeds);
+  std::printf("%-8s %22s %22s %22s %12s\n", "strategy", "80%", "90%", "95%", "best at end");
   for (const auto& [strategy, trajs] : runs) {
-    std::vector<double> reach, q1, q2, q4;
-    for (const auto& t : trajs) {
-      int hit = evals + 1;
-      for (size_t i = 0; i < t.size(); ++i)
-        if (t[i] <= goal) { hit = int(i); break; }
-      reach.push_back(hit);
-      q1.push_back(t[std::min(t.size() - 1, size_t(evals / 4))]);
-      q2.push_back(t[std::min(t.size() - 1, size_t(evals / 2))]);
-      q4.push_back(t.back());
+    std::printf("%-8s", strategy.c_str());
+    for (double fraction : {0.80, 0.90, 0.95}) {
+      std::vector<double> reach;
+      std::string per_seed;
+      for (const auto& t : trajs) {
+        int hit = evals + 1;
+        for (size_t i = 0; i < t.size(); ++i)
+          if (t[i] <= reference / fraction) { hit = int(i); break; }
+        reach.push_back(hit);
+        per_seed += (per_seed.empty() ? "" : " ") + (hit > evals ? std::string("-") : std::to_string(hit));
+      }
+      double m = median(reach);
+      std::string cell = (m > evals ? ">" + std::to_string(evals) : std::to_string(int(m))) + " [" + per_seed + "]";
+      std::printf(" %22s", cell.c_str());
     }
-    double m = median(reach);
-    std::string reached = m > evals ? ">" + std::to_string(evals) : std::to_string(m).substr(0, 4);
-    std::printf("%-8s %28s %12.4g %12.4g %12.4g   (per seed:", strategy.c_str(), reached.c_str(),
-                median(q1), median(q2), median(q4));
-    for (double r : reach) std::printf(" %s", r > evals ? "-" : std::to_string(int(r)).c_str());
-    std::printf(")\n");
+    std::vector<double> last;
+    for (const auto& t : trajs) last.push_back(t.back());
+    std::printf(" %12.4g\n", median(last));
   }
   return 0;
 }
