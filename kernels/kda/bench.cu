@@ -1,0 +1,185 @@
+// kda/bench.cu: the speed bench of kda_fwd (a program). FLA's in-kernel configuration: raw gate
+// activated in the kernel (lower_bound -5 sigmoid with A_log and dt_bias), L2 norm of q and k and
+// sigmoid of beta in the kernel, fp32 initial and final state, bf16 q/k/v/g/beta/o, K = V = 128.
+// Random inputs (never zeros), warm-up, then the median of --iters CUDA-event timings of one kda_fwd
+// each, L2 flushed before every timed call by writing a 256 MB buffer, no host sync inside the loop.
+// Also times each stage alone (prepare; scan over the workspace the last call left).
+// Bytes: compulsory traffic = q, k, v, g, beta read + o written (bf16) + h0 read + hT written (fp32);
+// floor = bytes / 4.3 TB/s (the device-to-device copy ceiling measured on this H200, anchors.md).
+//
+// Usage: bench [iters=30]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kda/kda.h"
+#include "kda/kda_gpu.cuh"
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+__device__ inline uint32_t Hash(uint64_t x) {
+  x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
+  return uint32_t(x);
+}
+// Approximately normal (sum of 4 uniforms, centred, unit variance) times sd, plus mean.
+__global__ void FillBf16(__nv_bfloat16* x, size_t n, uint64_t seed, float sd, float mean) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    float s = 0;
+    for (int j = 0; j < 4; ++j) s += Hash(seed * 0x9e3779b97f4a7c15ull + i * 4 + j) * (1.f / 4294967296.f);
+    x[i] = __float2bfloat16_rn(mean + sd * (s - 2.f) * 1.7320508f);
+  }
+}
+__global__ void FillF32(float* x, size_t n, uint64_t seed, float sd, float mean) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    float s = 0;
+    for (int j = 0; j < 4; ++j) s += Hash(seed * 0x9e3779b97f4a7c15ull + i * 4 + j) * (1.f / 4294967296.f);
+    x[i] = mean + sd * (s - 2.f) * 1.7320508f;
+  }
+}
+
+struct Shape {
+  std::string name;
+  int B, T, H;
+  std::vector<int64_t> seqlens;  // varlen lengths (B = 1) or empty
+};
+
+struct Row {
+  std::string name;
+  double ms, ms_prep, ms_scan, bytes;
+};
+
+static double Median(std::vector<float> x) {
+  std::sort(x.begin(), x.end());
+  return x[x.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? std::max(20, std::atoi(argv[1])) : 30;
+  constexpr int K = 128, V = 128;
+  constexpr double kCeilingTBs = 4.3;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("bench: %s, %d SMs, L2 %d MB; median of %d, L2 flushed (256 MB write) before each call\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, iters);
+  const std::vector<Shape> shapes = {
+      {"B1 T8192 H64", 1, 8192, 64, {}},
+      {"B1 T8192 H96", 1, 8192, 96, {}},
+      {"B8 T8192 H16", 8, 8192, 16, {}},
+      {"varlen 6 seqs T8192 H96", 1, 8192, 96, {1300, 547, 2048, 963, 271, 3063}},
+  };
+  // BENCH_SHAPES=n: only the first n shapes (diagnostic runs).
+  const size_t nshapes = getenv("BENCH_SHAPES") ? size_t(atoi(getenv("BENCH_SHAPES"))) : shapes.size();
+  const size_t flush_bytes = size_t(256) << 20;
+  void* flush = nullptr;
+  CK(cudaMalloc(&flush, flush_bytes));
+  cudaStream_t st;
+  CK(cudaStreamCreate(&st));
+  std::vector<Row> table;
+  uint64_t seed = 12345;
+  for (size_t si = 0; si < nshapes && si < shapes.size(); ++si) {
+    const Shape& sh = shapes[si];
+    const size_t BT = size_t(sh.B) * sh.T, NK = BT * sh.H * K, NV = BT * sh.H * V;
+    const int N = sh.seqlens.empty() ? sh.B : int(sh.seqlens.size());
+    const size_t NS = size_t(N) * sh.H * K * V;
+    __nv_bfloat16 *q, *k, *v, *g, *beta, *o;
+    float *A_log, *dt_bias, *h0, *hT;
+    CK(cudaMalloc(&q, NK * 2));
+    CK(cudaMalloc(&k, NK * 2));
+    CK(cudaMalloc(&v, NV * 2));
+    CK(cudaMalloc(&g, NK * 2));
+    CK(cudaMalloc(&beta, BT * sh.H * 2));
+    CK(cudaMalloc(&o, NV * 2));
+    CK(cudaMalloc(&A_log, sh.H * 4));
+    CK(cudaMalloc(&dt_bias, sh.H * K * 4));
+    CK(cudaMalloc(&h0, NS * 4));
+    CK(cudaMalloc(&hT, NS * 4));
+    FillBf16<<<1024, 256>>>(q, NK, ++seed, 1.f, 0.f);
+    FillBf16<<<1024, 256>>>(k, NK, ++seed, 1.f, 0.f);
+    FillBf16<<<1024, 256>>>(v, NV, ++seed, 1.f, 0.f);
+    FillBf16<<<1024, 256>>>(g, NK, ++seed, 1.f, 0.f);
+    FillBf16<<<1024, 256>>>(beta, BT * sh.H, ++seed, 1.f, 0.f);
+    FillF32<<<64, 256>>>(A_log, sh.H, ++seed, 0.3f, 0.5f);
+    FillF32<<<64, 256>>>(dt_bias, sh.H * K, ++seed, 0.3f, 0.5f);
+    FillF32<<<1024, 256>>>(h0, NS, ++seed, 0.1f, 0.f);
+    CK(cudaGetLastError());
+    std::vector<int64_t> cu;
+    int64_t* dcu = nullptr;
+    if (!sh.seqlens.empty()) {
+      cu.push_back(0);
+      for (int64_t l : sh.seqlens) cu.push_back(cu.back() + l);
+      CK(cudaMalloc(&dcu, cu.size() * 8));
+      CK(cudaMemcpy(dcu, cu.data(), cu.size() * 8, cudaMemcpyHostToDevice));
+    }
+    kda_fwd_params p;
+    kda_fwd_params_init(&p);
+    p.B = sh.B, p.T = sh.T, p.H = sh.H, p.K = K, p.V = V;
+    kda_fwd_params_set_contiguous(&p);
+    p.num_seqs = sh.seqlens.empty() ? 0 : N;
+    p.cu_seqlens = dcu, p.cu_seqlens_host = cu.empty() ? nullptr : cu.data();
+    p.in_dtype = p.g_dtype = p.beta_dtype = p.out_dtype = KDA_DTYPE_BF16;
+    p.q = q, p.k = k, p.v = v, p.g = g, p.beta = beta, p.o = o;
+    p.A_log = A_log, p.dt_bias = dt_bias, p.initial_state = h0, p.final_state = hT;
+    p.gate = KDA_GATE_LOWER_BOUND_SIGMOID, p.lower_bound = -5.0f;
+    p.flags = KDA_FLAG_L2NORM_QK | KDA_FLAG_BETA_SIGMOID;
+    size_t ws_bytes = 0;
+    if (kda_fwd_workspace_size(&p, &ws_bytes) != KDA_OK) return 2;
+    void* ws;
+    CK(cudaMalloc(&ws, ws_bytes));
+    p.workspace = ws, p.workspace_bytes = ws_bytes;
+
+    auto time_stages = [&](int stages) {
+      for (int i = 0; i < 3; ++i)
+        if (longhaul::kda::FwdStages(&p, st, stages) != KDA_OK) {
+          std::fprintf(stderr, "kda_fwd: %s\n", kda_last_error());
+          std::exit(2);
+        }
+      std::vector<cudaEvent_t> ev(2 * iters);
+      for (auto& e : ev) CK(cudaEventCreate(&e));
+      for (int i = 0; i < iters; ++i) {
+        CK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, st));
+        CK(cudaEventRecord(ev[2 * i], st));
+        longhaul::kda::FwdStages(&p, st, stages);
+        CK(cudaEventRecord(ev[2 * i + 1], st));
+      }
+      CK(cudaStreamSynchronize(st));
+      CK(cudaGetLastError());
+      std::vector<float> ms(iters);
+      for (int i = 0; i < iters; ++i) CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
+      for (auto& e : ev) CK(cudaEventDestroy(e));
+      return Median(ms);
+    };
+    Row r;
+    r.name = sh.name;
+    r.ms = time_stages(3);
+    r.ms_prep = time_stages(1);
+    r.ms_scan = time_stages(2);
+    r.bytes = double(NK) * 2 * 3 /*q k g*/ + double(NV) * 2 * 2 /*v o*/ + double(BT) * sh.H * 2 /*beta*/ +
+              double(NS) * 4 * 2 /*h0 hT*/;
+    std::printf("%-26s %.3f ms (prepare %.3f, scan %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
+                r.name.c_str(), r.ms, r.ms_prep, r.ms_scan, r.bytes / r.ms / 1e9,
+                r.bytes / (kCeilingTBs * 1e9), r.ms / (r.bytes / (kCeilingTBs * 1e9)));
+    std::fflush(stdout);
+    table.push_back(r);
+    for (void* ptr : {(void*)q, (void*)k, (void*)v, (void*)g, (void*)beta, (void*)o, (void*)A_log,
+                      (void*)dt_bias, (void*)h0, (void*)hT, (void*)dcu, ws})
+      if (ptr) CK(cudaFree(ptr));
+  }
+  std::printf("\n| shape | ms | prepare ms | scan ms | compulsory MB | TB/s | floor ms | x floor |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const Row& r : table)
+    std::printf("| %s | %.3f | %.3f | %.3f | %.0f | %.2f | %.3f | %.2f |\n", r.name.c_str(), r.ms,
+                r.ms_prep, r.ms_scan, r.bytes / 1e6, r.bytes / r.ms / 1e9, r.bytes / (kCeilingTBs * 1e9),
+                r.ms / (r.bytes / (kCeilingTBs * 1e9)));
+  return 0;
+}

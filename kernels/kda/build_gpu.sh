@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# kda/build_gpu.sh: builds the GPU side of kernels/kda into build_gpu/ (ignored by git):
+#   libkda_cuda.so  the C API on the GPU (prepare.cu, scan.cu, kda_cuda.cu + kda_api.cc)
+#   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
+#   bench           timings of kda_fwd and of each stage
+# Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/kda/build_gpu.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+OUT="${BUILD_GPU_DIR:-$ROOT/build_gpu}"
+NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+SRC="$ROOT/kernels/kda"
+mkdir -p "$OUT"
+CU="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I$ROOT/kernels -Xcompiler=-fPIC,-Wall"
+CXX="${CXX:-g++} -std=c++20 -O2 -fPIC -Wall -I$ROOT/kernels"
+for f in kda_api kda_cpu chunked_reference problem reference; do
+  $CXX -c "$SRC/$f.cc" -o "$OUT/$f.o" &
+  [ "$f" = kda_cpu ] && wait
+done
+wait
+$NVCC $CU -Xptxas -v -c "$SRC/prepare.cu" -o "$OUT/prepare.o" 2> "$OUT/ptxas_prepare.txt" &
+$NVCC $CU -Xptxas -v -c "$SRC/scan.cu" -o "$OUT/scan.o" 2> "$OUT/ptxas_scan.txt"
+wait
+$NVCC $CU -c "$SRC/kda_cuda.cu" -o "$OUT/kda_cuda.o"
+$NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/prepare.o" "$OUT/scan.o" "$OUT/kda_cuda.o" \
+  "$OUT/kda_api.o" -o "$OUT/libkda_cuda.so"
+$NVCC $CU "$SRC/gpu_check.cu" "$OUT/kda_cpu.o" "$OUT/chunked_reference.o" "$OUT/problem.o" \
+  "$OUT/reference.o" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &
+$NVCC $CU "$SRC/bench.cu" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/bench"
+wait
+grep -hE "registers|spill" "$OUT"/ptxas_*.txt
+echo "built into $OUT"

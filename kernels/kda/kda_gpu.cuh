@@ -1,0 +1,175 @@
+// kda/kda_gpu.cuh: what the two CUDA stages of the KDA forward share: the workspace layout that the
+// prepare kernel (prepare.cu) writes and the scan kernel (scan.cu) reads, the launch parameters, and
+// the warp-level primitives (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async) as inline PTX.
+//
+// Uses: prepare.cu, scan.cu, kda_cuda.cu (the C API launcher).
+//
+// ---- Workspace (one record per (chunk, head); chunk = 64 tokens of one sequence, tail zero-padded)
+//   index ch = gc * H + h, gc = the chunk's global index (sequences' chunks back to back)
+//   Aqk   bf16 [64][64]    scale q_i.k_j 2^{G_i-G_j}, j <= i (diagonal 16x16 tiles: 0 above)
+//   W     bf16 [64][128]   Akk (beta . K . Gamma)
+//   Qg    bf16 [64][128]   scale q . Gamma
+//   U     bf16 [64][V]     Akk (beta . V)
+//   KgT   bf16 [128][64]   (k . 2^{G_last - G})^T   (transposed: the scan's A operand of kg^T V_new)
+//   gamma fp32 [128]       2^{G_last}
+// Rows past a tail chunk's length are zero in every matrix, so the scan needs no masks but the
+// output store's. 74,240 bytes per (chunk, head).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "kda/kda.h"
+#include <cstddef>
+#include <cstdint>
+
+namespace longhaul::kda {
+// kda_fwd with a choice of stages (bit 0: prepare, bit 1: scan), for the bench's per-stage timings;
+// the scan alone reads the workspace a previous call left. kda_fwd is FwdStages(p, stream, 3).
+kda_status FwdStages(const kda_fwd_params* p, void* stream, int stages);
+}  // namespace longhaul::kda
+
+namespace longhaul::kda::gpu {
+
+constexpr int kC = 64;   // chunk: tokens per step of the scan (FLA's BT)
+constexpr int kBC = 16;  // sub-chunk: the 16x16 tiles of the recentred factorisation (an MMA's M)
+constexpr int kK = 128;  // key dim (the only one built)
+constexpr int kV = 128;  // value dim
+
+struct Workspace {
+  __nv_bfloat16* Aqk;
+  __nv_bfloat16* W;
+  __nv_bfloat16* Qg;
+  __nv_bfloat16* U;
+  __nv_bfloat16* KgT;
+  float* gamma;
+};
+
+constexpr size_t kAlign = 256;
+inline size_t AlignUp(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+// Bytes for n_ch (chunk, head) records, and the carve-up of base.
+inline size_t WorkspaceBytes(size_t n_ch) {
+  return AlignUp(n_ch * kC * kC * 2) + 3 * AlignUp(n_ch * kC * kK * 2) +
+         AlignUp(n_ch * kK * kC * 2) + AlignUp(n_ch * kK * 4);
+}
+inline Workspace CarveWorkspace(void* base, size_t n_ch) {
+  char* p = static_cast<char*>(base);
+  Workspace w;
+  w.Aqk = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kC * 2);
+  w.W = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kK * 2);
+  w.Qg = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kK * 2);
+  w.U = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kV * 2);
+  w.KgT = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kK * kC * 2);
+  w.gamma = reinterpret_cast<float*>(p);
+  return w;
+}
+
+// Everything both kernels need about the problem (device pointers, strides in elements).
+struct Params {
+  int B, T, H, N;            // N sequences (= B, or num_seqs in varlen)
+  const int64_t* cu;         // device cu_seqlens [N+1] or nullptr (then sequence n = batch row n)
+  int max_chunks;            // upper bound of the total chunk count (the prepare grid's x)
+  const void *q, *k, *v, *g, *beta;
+  int64_t q_st[3], k_st[3], v_st[3], g_st[3], beta_st[3], o_st[3];
+  bool in_bf16, g_bf16, beta_bf16, out_bf16;
+  void* o;
+  const float* A_log;    // [H] or nullptr
+  const float* dt_bias;  // [H*K] or nullptr
+  const float* h0;       // [N,H,K,V] or nullptr
+  float* hT;             // [N,H,K,V] or nullptr
+  bool v_first;          // states are [N,H,V,K]
+  float scale;
+  float lower_bound;
+  int gate;              // kda_gate_mode
+  bool l2norm, beta_sigmoid, neg_eigval;
+  Workspace ws;
+  int skip;              // diagnostics only (env KDA_PREP_SKIP): prepare phases to leave out
+};
+
+// Token range [bos, eos) of sequence n, the batch row it lives in, and its first global chunk.
+struct SeqInfo {
+  int64_t bos, len;
+  int b;
+  int chunk0;
+};
+__device__ inline SeqInfo GetSeq(const Params& p, int n) {
+  SeqInfo s;
+  if (!p.cu) {
+    s.b = n, s.bos = 0, s.len = p.T;
+    s.chunk0 = n * ((p.T + kC - 1) / kC);
+  } else {
+    s.b = 0, s.bos = p.cu[n], s.len = p.cu[n + 1] - p.cu[n];
+    int c = 0;
+    for (int m = 0; m < n; ++m) c += int((p.cu[m + 1] - p.cu[m] + kC - 1) / kC);
+    s.chunk0 = c;
+  }
+  return s;
+}
+
+// Launchers (prepare.cu, scan.cu); they return cudaGetLastError() of their launch.
+cudaError_t LaunchPrepare(const Params& p, cudaStream_t stream);
+cudaError_t LaunchScan(const Params& p, cudaStream_t stream);
+
+// ---- warp-level primitives --------------------------------------------------------------------
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// D[16x8] += A[16x16] B[16x8], bf16 operands, fp32 accumulate. Fragment layouts (g = lane/4,
+// t = lane%4): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..);
+// b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g); d0,d1 (g, 2t..2t+1), d2,d3 (g+8, 2t..2t+1).
+__device__ __forceinline__ void Mma(float* d, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 b16 matrices; lane l gives the address of row (l%8) of matrix l/8.
+__device__ __forceinline__ void Ldsm4(uint32_t* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
+}
+__device__ __forceinline__ void Ldsm4T(uint32_t* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
+}
+// A fragment of the 16x16 tile at (m0, k0) of a row-major bf16 [.][ld] smem matrix.
+__device__ __forceinline__ void LoadA(uint32_t* a, const __nv_bfloat16* base, int ld, int m0, int k0,
+                                      int lane) {
+  Ldsm4(a, base + (m0 + (lane & 15)) * ld + k0 + (lane >> 4) * 8);
+}
+// B fragments of two n-tiles (n0, n0+8) over k0..k0+15 from a row-major [k][n] smem matrix:
+// b[0],b[1] for n-tile n0, b[2],b[3] for n-tile n0+8.
+__device__ __forceinline__ void LoadBKN(uint32_t* b, const __nv_bfloat16* base, int ld, int k0, int n0,
+                                        int lane) {
+  Ldsm4T(b, base + (k0 + (lane & 15)) * ld + n0 + (lane >> 4) * 8);
+}
+
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower address), .y = hi
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+// x = hi + lo with hi = bf16(x), lo = bf16(x - hi): two bf16 MMAs (hi.b + lo.b) carry ~16 bits.
+__device__ __forceinline__ void SplitBf16(float x0, float x1, uint32_t& hi, uint32_t& lo) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  const float2 hf = __bfloat1622float2(h);
+  __nv_bfloat162 l = __floats2bfloat162_rn(x0 - hf.x, x1 - hf.y);
+  hi = *reinterpret_cast<uint32_t*>(&h);
+  lo = *reinterpret_cast<uint32_t*>(&l);
+}
+
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(SmemAddr(smem)), "l"(gmem));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ float Exp2(float x) { return exp2f(x); }
+
+}  // namespace longhaul::kda::gpu
