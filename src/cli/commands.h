@@ -14,6 +14,8 @@ struct RunArgs {
   std::string out;                  // run folder; "" picks runs/<task>-<time>
   std::optional<uint64_t> seed;
   std::string strategy = "bandit";
+  std::string proposer;             // "search" or "llm"; "" picks llm when llm_config is given
+  std::string llm_config;           // a TOML file with [llm] and [agent] tables (docs/llm.md)
   std::optional<int> max_evals, patience;
   std::string wall_time;            // a duration, "" for the task's
   bool force = false;               // resume only

@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   run->add_option("--seed", run_args.seed, "seed of the proposer (default: random, logged)");
   run->add_option("--strategy", run_args.strategy, "search strategy")
       ->check(CLI::IsMember(search_strategies()));
+  run->add_option("--proposer", run_args.proposer, "search (the default) or llm")
+      ->check(CLI::IsMember({"search", "llm"}));
+  run->add_option("--llm-config", run_args.llm_config,
+                  "TOML file with the llm proposer's [llm] and [agent] settings (docs/llm.md)");
   add_budget_options(run, run_args);
 
   RunArgs resume_args;

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/report.h"
+#include "llm/agent_config.h"
 #include "run/run.h"
 #include "util/duration.h"
 
@@ -107,6 +108,22 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& cancel) {
   }
   auto options = options_from(args, cancel);
   if (!options) return 2;
+  options->proposer = !args.proposer.empty() ? args.proposer : args.llm_config.empty() ? "search" : "llm";
+  if (options->proposer == "llm") {
+    if (args.llm_config.empty()) {
+      std::fprintf(stderr, "longhaul: --proposer llm needs --llm-config FILE.toml (see docs/llm.md)\n");
+      return 2;
+    }
+    auto config = llm::load_agent_config(args.llm_config);
+    if (!config) {
+      std::fprintf(stderr, "longhaul: %s\n", config.error().c_str());
+      return 2;
+    }
+    options->proposer_config = llm::to_json(*config);
+  } else if (!args.llm_config.empty()) {
+    std::fprintf(stderr, "longhaul: --llm-config is for --proposer llm\n");
+    return 2;
+  }
   const Task& task = std::get<Task>(loaded);
   std::string out = args.out;
   if (out.empty()) {

@@ -8,10 +8,12 @@
 // Lab calls may throw to unwind a run that is being stopped (Ctrl-C, a log that cannot be written);
 // a proposer must let such exceptions pass.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +41,11 @@ class Lab {
   virtual std::string get_blob(const std::string& hash) = 0;
   // The clock events are stamped with (simulated in tests).
   virtual double now() const = 0;
+  // The run's events after `after_seq`, oldest first: how a proposer folds a state of its own (the
+  // LLM proposer's conversation) from the log.
+  virtual std::vector<Event> read_events(int64_t after_seq) = 0;
+  // Raised when the user stops the run; a proposer blocked on I/O (an HTTP request) should watch it.
+  virtual const std::atomic<bool>* cancel_flag() const { return nullptr; }
 };
 
 class Proposer {

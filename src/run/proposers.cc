@@ -1,3 +1,4 @@
+#include "llm/agent.h"
 #include "run/lab.h"
 #include "run/search_driver.h"
 
@@ -11,6 +12,7 @@ std::optional<double> attempt_score(const RunState& state, const Attempt& a) {
 Result<std::unique_ptr<Proposer>> make_proposer(const RunState& state, const Task& task) {
   std::string name = state.config.value("proposer", "search");
   if (name == "search") return make_search_driver(state, task);
+  if (name == "llm") return llm::make_agent(state, task);
   return Error{"the run names proposer '" + name + "', which this longhaul does not have"};
 }
 

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "run/state.h"
 #include "task/task.h"
 
@@ -19,11 +21,16 @@ namespace longhaul {
 struct RunOptions {
   std::optional<uint64_t> seed;         // of the proposer; random (and logged) when not given
   std::string strategy = "bandit";
+  std::string proposer = "search";     // "search" or "llm"; written into run_created
+  nlohmann::json proposer_config;       // the llm proposer's settings (no secrets); into run_created
   Budget budget;                        // overrides of the task's budget
   bool force = false;                   // resume even though the task changed
   const std::atomic<bool>* cancel = nullptr;
   // Called after each attempt is evaluated and judged; for the progress line.
   std::function<void(const RunState&, const Attempt&)> on_attempt;
+  // The clock events are stamped with and budgets are measured by; empty: the wall clock. Tests
+  // simulate a day with it.
+  std::function<double()> clock;
 };
 
 struct RunEnd {
