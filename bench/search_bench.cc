@@ -54,25 +54,34 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// Best-so-far after each evaluation (index 0 is the baseline).
-std::vector<double> trajectory(const Space& space, Oracle& oracle, const std::string& strategy,
-                               uint64_t seed, int evals) {
-  auto proposer = SearchProposer::create(space, seed, strategy);
-  Point base = space.default_point();
-  auto v0 = oracle(space.to_json(base));
-  (*proposer)->observe(base, v0 ? std::optional<double>(-*v0) : std::nullopt);
-  double best = v0.value_or(1e300);
-  std::vector<double> out{best};
-  for (int i = 0; i < evals; ++i) {
-    auto p = (*proposer)->next();
-    if (!p) break;
-    auto v = oracle(space.to_json(p->point));
-    (*proposer)->observe(p->point, v ? std::optional<double>(-*v) : std::nullopt);
-    if (v) best = std::min(best, *v);
-    out.push_back(best);
+// One search run, advanced one evaluation at a time, keeping its best-so-far after each (index 0 is
+// the baseline).
+struct Trajectory {
+  std::string strategy;  // "bandit" or "random", or "long" for the reference run (a bandit)
+  std::unique_ptr<SearchProposer> proposer;
+  std::vector<double> best;
+  bool done = false;
+
+  Trajectory(const Space& space, Oracle& oracle, std::string name, uint64_t seed)
+      : strategy(std::move(name)),
+        proposer(SearchProposer::create(space, seed, strategy == "long" ? "bandit" : strategy).value()) {
+    Point base = space.default_point();
+    auto v0 = oracle(space.to_json(base));
+    proposer->observe(base, v0 ? std::optional<double>(-*v0) : std::nullopt);
+    best.push_back(v0.value_or(1e300));
   }
-  return out;
-}
+
+  void advance(const Space& space, Oracle& oracle) {
+    auto p = done ? std::nullopt : proposer->next();
+    if (!p) {
+      done = true;
+      return;
+    }
+    auto v = oracle(space.to_json(p->point));
+    proposer->observe(p->point, v ? std::optional<double>(-*v) : std::nullopt);
+    best.push_back(v ? std::min(best.back(), *v) : best.back());
+  }
+};
 
 }  // namespace
 
@@ -95,17 +104,26 @@ int main(int argc, char** argv) {
   for (const auto& rel : *files)
     if (glob_match_any(task.editable, rel)) oracle.base.files[rel] = *read_file(task.dir / rel);
 
-  std::map<std::string, std::vector<std::vector<double>>> runs;
-  for (const std::string strategy : {"bandit", "random"})
-    for (int s = 1; s <= seeds; ++s) {
-      // Distinct seeds per strategy, so that no two runs share a random stream.
-      uint64_t seed = uint64_t(s) + (strategy == "random" ? 100 : 0);
-      runs[strategy].push_back(trajectory(*space, oracle, strategy, seed, evals));
-      std::fprintf(stderr, "%s seed %d: best %.4g (%d points measured so far)\n", strategy.c_str(), s,
-                   runs[strategy].back().back(), oracle.measured);
-    }
-  auto long_run = trajectory(*space, oracle, "bandit", 1000, evals * 2);
+  // All runs advance in lockstep, one evaluation each in turn, so that a busy spell of the machine
+  // falls on every strategy alike rather than on whichever ran at the time.
+  std::vector<Trajectory> all;
+  for (int s = 1; s <= seeds; ++s) {
+    // Distinct seeds per strategy, so that no two runs share a random stream.
+    all.emplace_back(*space, oracle, "bandit", uint64_t(s));
+    all.emplace_back(*space, oracle, "random", uint64_t(s) + 100);
+  }
+  all.emplace_back(*space, oracle, "long", 1000);  // the bandit, run twice as long, for the reference
+  for (int i = 0; i < 2 * evals; ++i) {
+    for (auto& t : all)
+      if (i < evals || t.strategy == "long") t.advance(*space, oracle);
+    if (i % 10 == 9)
+      std::fprintf(stderr, "evaluation %d of each run: %d points measured so far\n", i + 1, oracle.measured);
+  }
   (void)write_file(cache_path, oracle.cache.dump());
+  std::map<std::string, std::vector<std::vector<double>>> runs;
+  for (const auto& t : all)
+    if (t.strategy != "long") runs[t.strategy].push_back(t.best);
+  const auto& long_run = all.back().best;
 
   double reference = long_run.back();
   for (const auto& [key, v] : oracle.cache.items())
