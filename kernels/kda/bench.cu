@@ -171,6 +171,22 @@ int main(int argc, char** argv) {
                 r.bytes / (kCeilingTBs * 1e9), r.ms / (r.bytes / (kCeilingTBs * 1e9)));
     std::fflush(stdout);
     table.push_back(r);
+    // BENCH_DUMP=dir: the first shape's inputs and our outputs as raw files (for the FLA comparison).
+    if (const char* dir = getenv("BENCH_DUMP"); dir && si == 0) {
+      CK(cudaDeviceSynchronize());
+      auto dump = [&](const char* name, const void* dptr, size_t bytes) {
+        std::vector<char> hbuf(bytes);
+        CK(cudaMemcpy(hbuf.data(), dptr, bytes, cudaMemcpyDeviceToHost));
+        const std::string path = std::string(dir) + "/" + name + ".bin";
+        FILE* f = std::fopen(path.c_str(), "wb");
+        if (!f || std::fwrite(hbuf.data(), 1, bytes, f) != bytes) std::exit(3);
+        std::fclose(f);
+      };
+      dump("q", q, NK * 2), dump("k", k, NK * 2), dump("v", v, NV * 2), dump("g", g, NK * 2);
+      dump("beta", beta, BT * sh.H * 2), dump("A_log", A_log, sh.H * 4), dump("dt_bias", dt_bias, sh.H * K * 4);
+      dump("h0", h0, NS * 4), dump("o", o, NV * 2), dump("hT", hT, NS * 4);
+      std::printf("dumped %s to %s\n", sh.name.c_str(), dir);
+    }
     for (void* ptr : {(void*)q, (void*)k, (void*)v, (void*)g, (void*)beta, (void*)o, (void*)A_log,
                       (void*)dt_bias, (void*)h0, (void*)hT, (void*)dcu, ws})
       if (ptr) CK(cudaFree(ptr));

@@ -93,6 +93,10 @@ kda_status FwdStages(const kda_fwd_params* pp, void* stream, int stages) {
 #ifdef KDA_PREP_DIAGNOSTICS
   if (const char* e = getenv("KDA_PREP_SKIP")) g.skip = atoi(e);
 #endif
+  // Kernel variants for side-by-side timing (each passes gpu_check): KDA_VARIANT=1 selects the first
+  // prepare kernel (512 threads, one block per SM) instead of the default PrepareKernel2.
+  static const int variant = getenv("KDA_VARIANT") ? atoi(getenv("KDA_VARIANT")) : 0;
+  g.variant = variant;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (g.N == 0) {

@@ -83,6 +83,7 @@ struct Params {
   bool l2norm, beta_sigmoid, neg_eigval;
   Workspace ws;
   int skip;              // diagnostics only (env KDA_PREP_SKIP): prepare phases to leave out
+  int variant;           // kernel variant (env KDA_VARIANT, bench/check only): bit 0 = first prepare
 };
 
 // Token range [bos, eos) of sequence n, the batch row it lives in, and its first global chunk.
