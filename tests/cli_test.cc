@@ -117,6 +117,18 @@ TEST(Cli, ResumeRefusesAChangedTaskUnlessForced) {
   EXPECT_TRUE(forced);
 }
 
+TEST(Cli, ATaskFileOfAnotherNameIsResumedFromThatFile) {
+  fs::path task = task_copy("quadratic", "renamed");
+  fs::rename(task / "task.toml", task / "alt.toml");
+  fs::path run = fresh_dir("cli-renamed");
+  ASSERT_EQ(longhaul("run " + (task / "alt.toml").string() + " --out " + run.string() + " --max-evals 4 -q").exit_code, 0);
+  EXPECT_EQ(longhaul("resume " + run.string() + " --max-evals 6 -q").exit_code, 0);
+  EXPECT_EQ(read_state(run).evaluations, 6);
+  replace_in(task / "alt.toml", "max_evals = 40", "max_evals = 41");
+  ProcessResult r = longhaul("resume " + run.string() + " --max-evals 8 -q");
+  EXPECT_EQ(r.exit_code, 2) << "a change to the task's own toml file must be noticed";
+}
+
 TEST(Cli, InterruptLeavesAResumableRun) {
   fs::path run = fresh_dir("cli-sigint");
   pid_t pid = spawn_longhaul({"run", fixture("tasks/slow-quadratic").string(), "--out", run.string(),

@@ -476,7 +476,8 @@ RunEnd start_run(const Task& task, const fs::path& run_dir, const RunOptions& op
   uint64_t seed = options.seed.value_or(fresh_seed());
   std::string hash = task_hash(task);
   json created = {{"format", 1},
-                  {"task", {{"name", task.name}, {"dir", fs::absolute(task.dir).string()}, {"hash", hash}}},
+                  {"task", {{"name", task.name}, {"dir", fs::absolute(task.dir).string()},
+                            {"file", task.file.string()}, {"hash", hash}}},
                   {"goal", goal},
                   {"proposer", options.proposer},
                   {"strategy", options.strategy},
@@ -510,7 +511,7 @@ RunEnd resume_run(const fs::path& run_dir, const RunOptions& options) {
   RunState state = fold(*events);
   if (state.config.is_null()) return {1, run_dir.string() + ": the log has no run_created event", {}};
   fs::path task_dir = state.config["task"].value("dir", "");
-  auto loaded = load_task(task_dir);
+  auto loaded = load_task(state.config["task"].value("file", task_dir.string()));
   if (auto* err = std::get_if<TaskError>(&loaded)) return {2, err->str(), state};
   Task task = std::get<Task>(std::move(loaded));
   std::string hash = task_hash(task);

@@ -518,7 +518,9 @@ std::variant<Task, TaskError> load_task(const fs::path& path) {
   fs::path dir = fs::weakly_canonical(fs::absolute(file, ec).parent_path(), ec);
   if (ec) return TaskError{name, 0, "", "cannot resolve the task folder: " + ec.message()};
   try {
-    return Loader(name).load(root, dir);
+    Task task = Loader(name).load(root, dir);
+    task.file = dir / file.filename();
+    return task;
   } catch (const Fail& f) {
     return f.error;
   }
@@ -526,7 +528,8 @@ std::variant<Task, TaskError> load_task(const fs::path& path) {
 
 std::string task_hash(const Task& task) {
   std::string data = "longhaul-task-v1\n";
-  auto toml = read_file(task.dir / "task.toml");
+  fs::path toml_file = task.file.empty() ? task.dir / "task.toml" : task.file;
+  auto toml = read_file(toml_file);
   frame(data, "task.toml", toml.ok() ? *toml : std::string());
   auto files = list_files(task.dir);
   if (files.ok()) {

@@ -67,6 +67,7 @@ struct ParamSpace {
 
 struct Task {
   std::filesystem::path dir;   // absolute
+  std::filesystem::path file;  // absolute path of the task's toml file (usually dir/task.toml)
   std::string name;
   std::string description;
   Goal goal;
