@@ -1,0 +1,168 @@
+// mla/bench.cu: the speed bench of mla_fwd (a program): the whole pipeline (schedule + split +
+// combine kernels), bf16 q / KV / o, paged KV (pages of 64, shuffled block table), scale 1/sqrt(192).
+// Random inputs (never zeros). Warm-up, then the median of --iters CUDA-event timings, each of one
+// CUDA-graph launch of mla_fwd (captured once), L2 flushed before every timed call by writing a 256
+// MB buffer, no host sync inside the loop. Also the eager (non-graph) median, for the launch cost.
+// Metrics (FlashMLA's conventions, research/mla.md s2):
+//   bytes = KV (sum_b S_b * 576 * 2) + Q (B s_q H 576 * 2) + O (B s_q H 512 * 2)
+//   FLOP  = 2 H s_q (576 + 512) sum_b S_b  (decode: full S even when causal, as FlashMLA counts);
+//           causal prefill: 2 H (576 + 512) S (S + 1) / 2
+//   floor = max(bytes / 4.3 TB/s, FLOP / 790 TFLOP/s)  (this H200's copy and bf16 GEMM ceilings)
+//
+// Usage: bench [iters=50]   (env BENCH_SHAPES=n: only the first n shapes)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+
+#include "mla/mla.h"
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+__device__ inline uint32_t Hash(uint64_t x) {
+  x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
+  return uint32_t(x);
+}
+// Approximately normal (sum of 4 uniforms, centred, unit variance) times sd.
+__global__ void FillBf16(__nv_bfloat16* x, size_t n, uint64_t seed, float sd) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    float s = 0;
+    for (int j = 0; j < 4; ++j) s += Hash(seed * 0x9e3779b97f4a7c15ull + i * 4 + j) * (1.f / 4294967296.f);
+    x[i] = __float2bfloat16_rn(sd * (s - 2.f) * 1.7320508f);
+  }
+}
+
+struct Shape {
+  std::string name;
+  int B, s_q, H, S;
+  bool prefill;  // s_q = S, causal FLOPs
+};
+
+static double Median(std::vector<float> x) {
+  std::sort(x.begin(), x.end());
+  return x[x.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? std::max(10, std::atoi(argv[1])) : 50;
+  constexpr double kTBs = 4.3, kTFlops = 790;
+  constexpr int kD = 576, kDV = 512, kPage = 64;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("mla bench: %s, %d SMs, L2 %d MB; median of %d graph launches, L2 flushed (256 MB write) "
+              "before each\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, iters);
+  const std::vector<Shape> shapes = {
+      {"B1 H64 S8192 s_q1", 1, 1, 64, 8192, false},     {"B1 H64 S8192 s_q2", 1, 2, 64, 8192, false},
+      {"B1 H64 S8192 s_q4", 1, 4, 64, 8192, false},     {"B128 H16 S8192 s_q1", 128, 1, 16, 8192, false},
+      {"B128 H128 S8192 s_q1", 128, 1, 128, 8192, false}, {"B128 H128 S8192 s_q2", 128, 2, 128, 8192, false},
+      {"prefill B1 H64 S8192 causal", 1, 8192, 64, 8192, true},
+  };
+  const size_t nshapes = getenv("BENCH_SHAPES") ? size_t(atoi(getenv("BENCH_SHAPES"))) : shapes.size();
+  const size_t flush_bytes = size_t(256) << 20;
+  void* flush = nullptr;
+  CK(cudaMalloc(&flush, flush_bytes));
+  cudaStream_t st;
+  CK(cudaStreamCreate(&st));
+  std::printf("\n| shape | graph us | eager us | TB/s | TFLOP/s | floor us | x floor |\n|---|---|---|---|---|---|---|\n");
+  uint64_t seed = 777;
+  std::mt19937_64 rng(4242);
+  for (size_t si = 0; si < nshapes && si < shapes.size(); ++si) {
+    const Shape& sh = shapes[si];
+    const int n_it = sh.prefill ? std::min(iters, 10) : iters;
+    const int max_pages = (sh.S + kPage - 1) / kPage, num_pages = sh.B * max_pages;
+    const size_t NQ = size_t(sh.B) * sh.s_q * sh.H * kD, NO = size_t(sh.B) * sh.s_q * sh.H * kDV;
+    const size_t NKV = size_t(num_pages) * kPage * kD;
+    __nv_bfloat16 *q, *kv, *o;
+    float* lse;
+    int32_t *bt, *sl;
+    CK(cudaMalloc(&q, NQ * 2));
+    CK(cudaMalloc(&kv, NKV * 2));
+    CK(cudaMalloc(&o, NO * 2));
+    CK(cudaMalloc(&lse, NO / kDV * 4));
+    FillBf16<<<1024, 256>>>(q, NQ, ++seed, 1.f);
+    FillBf16<<<1024, 256>>>(kv, NKV, ++seed, 1.f);
+    CK(cudaGetLastError());
+    std::vector<int32_t> perm(num_pages), seqlens(sh.B, sh.S);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    CK(cudaMalloc(&bt, perm.size() * 4));
+    CK(cudaMalloc(&sl, seqlens.size() * 4));
+    CK(cudaMemcpy(bt, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(sl, seqlens.data(), seqlens.size() * 4, cudaMemcpyHostToDevice));
+    mla_fwd_params p;
+    mla_fwd_params_init(&p);
+    p.B = sh.B, p.s_q = sh.s_q, p.H = sh.H;
+    p.block_table = bt, p.block_table_stride = max_pages, p.max_pages = max_pages, p.num_pages = num_pages;
+    mla_fwd_params_set_contiguous(&p);
+    p.flags = MLA_FLAG_CAUSAL;
+    p.q = q, p.kv = kv, p.o = o, p.lse = lse, p.seqlens = sl, p.seqlens_host = seqlens.data();
+    size_t ws_bytes = 0;
+    if (mla_fwd_workspace_size(&p, &ws_bytes) != MLA_OK) return 2;
+    void* ws;
+    CK(cudaMalloc(&ws, std::max<size_t>(ws_bytes, 256)));
+    p.workspace = ws, p.workspace_bytes = ws_bytes;
+    for (int i = 0; i < 3; ++i)
+      if (mla_fwd(&p, st) != MLA_OK) {
+        std::fprintf(stderr, "mla_fwd: %s\n", mla_last_error());
+        return 2;
+      }
+    CK(cudaStreamSynchronize(st));
+    p.seqlens_host = nullptr;  // the graph replays without host state
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    if (mla_fwd(&p, st) != MLA_OK) return 2;
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    auto time = [&](bool use_graph) {
+      std::vector<cudaEvent_t> ev(2 * n_it);
+      for (auto& e : ev) CK(cudaEventCreate(&e));
+      auto launch = [&] {
+        if (use_graph) CK(cudaGraphLaunch(exec, st));
+        else if (mla_fwd(&p, st) != MLA_OK) std::exit(2);
+      };
+      for (int i = 0; i < 2; ++i) launch();
+      for (int i = 0; i < n_it; ++i) {
+        CK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, st));
+        CK(cudaEventRecord(ev[2 * i], st));
+        launch();
+        CK(cudaEventRecord(ev[2 * i + 1], st));
+      }
+      CK(cudaStreamSynchronize(st));
+      CK(cudaGetLastError());
+      std::vector<float> ms(n_it);
+      for (int i = 0; i < n_it; ++i) CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
+      for (auto& e : ev) CK(cudaEventDestroy(e));
+      return Median(ms) * 1e3;  // us
+    };
+    const double us = time(true), us_eager = time(false);
+    const double tokens = double(sh.B) * sh.S;
+    const double bytes = tokens * kD * 2 + double(NQ) * 2 + double(NO) * 2;
+    const double flop = sh.prefill ? 2.0 * sh.H * (kD + kDV) * double(sh.S) * (sh.S + 1) / 2
+                                   : 2.0 * sh.H * sh.s_q * (kD + kDV) * tokens;
+    const double floor_us = std::max(bytes / (kTBs * 1e6), flop / (kTFlops * 1e6));
+    std::printf("| %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f |\n", sh.name.c_str(), us, us_eager,
+                bytes / us / 1e6, flop / us / 1e6, floor_us, us / floor_us);
+    std::fflush(stdout);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    for (void* ptr : {(void*)q, (void*)kv, (void*)o, (void*)lse, (void*)bt, (void*)sl, ws}) CK(cudaFree(ptr));
+  }
+  std::printf("\ntargets (issue 5): B1 H64 s_q1 <= 6 us, s_q4 <= 10 us; B128 H16 >= 4.0 TB/s; B128 H128 s_q1 >= 640 "
+              "TFLOP/s, s_q2 >= 670; prefill <= 8 ms\n");
+  return 0;
+}

@@ -1,0 +1,272 @@
+// mla/decode.cu: stage 1 of the MLA forward: the split-KV attention kernel (absorbed MLA = MQA over
+// a 576-wide latent row per token, V = its first 512 columns).
+//
+// Grid (m_blocks, P) per schedule.h: CTA (mb, part) runs query rows R in [64 mb, 64 mb + 64) of
+// every entry b whose tokens meet the part's range, over the split's keys [t0, t1) of b. An entry
+// with one split gets its bf16 o and LSE here; otherwise the split's partial (m, l, O) goes to
+// workspace slot b + part for combine.cu. Inputs bf16, accumulation fp32.
+//
+// Tiles and why:
+//   kBlockM = 64 rows (s-major (s, h) pairs of one entry): 4 row groups of 16 = one mma M each.
+//   kBlockN = 64 tokens per KV tile: one page, so a tile's rows come from at most 2 pages when the
+//     split starts mid-page (rows are fetched one by one through the block table anyway).
+//   The KV tile (64 x 576 bf16, 72 KiB) is loaded into shared memory ONCE and serves both QK^T (all
+//     576 columns) and PV (its first 512 columns as V, via ldmatrix.trans): V is never loaded again.
+//   Shared memory: Q 72 KiB + 2 KV buffers 144 KiB (cp.async double buffering: tile j+1 loads while
+//     tile j computes) + P 8 KiB + 1 KiB of row statistics = 230,400 B of the 232,448 B opt-in, so
+//     one CTA per SM, which is what the schedule assumes. No padding fits, hence the XOR swizzle of
+//     16-byte chunks (chunk c of row r is stored at (c & ~7) | ((c ^ r) & 7)): ldmatrix's 8 rows of
+//     one column land in 8 different bank groups.
+//   256 threads = 8 warps: warp w takes row group g = w % 4 (rows 16g..16g+15) and half c = w / 4.
+//     QK^T: the warp computes S[16 x 32] for tokens 32c..32c+31 (36 k-steps of 16 over 576).
+//     PV:   the warp accumulates O[16 x 256] for V columns 256c..256c+255 (128 fp32 registers a
+//           thread: the 64 x 512 fp32 output is 32K registers, so it must be split across warps).
+//     The two halves of a row meet twice per tile through shared memory: the row max (sMax) and
+//     the probabilities P (sP, bf16, read back as mma A fragments by both halves).
+//
+// Math per row and tile (the CPU model is split_reference.h; x in base 2: x_t = scale log2(e) q.K_t):
+//   x_t = -inf for t >= the row's limit (min(t1, VisibleKeys)); m' = max(m, max_t x_t)
+//   r = (m' == -inf ? 0 : m');  alpha = 2^(m - r);  P_t = 2^(x_t - r)
+//   l = alpha l + sum_t P_t;  O = alpha O + P V;  m = m'
+//   end: one split: o = O / l, lse = (m + log2 l) ln 2 (l = 0: o = 0, lse = -inf); else (m, l, O).
+// Rows of a tile past the split's (or the causal) end are zero-filled by cp.async, so NaN in unused
+// pages or past S_b never meets a P = 0 (0 * NaN = NaN).
+//
+// Correct first: no TMA, no wgmma, no warp specialisation; per-tile __syncthreads. The GPU run will
+// tell where the time goes.
+#include "mla/mla_gpu.cuh"
+
+namespace longhaul::mla::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kChunks = kDimQK * 2 / 16;  // 72 16-byte chunks a row
+constexpr int kRowBytes = kDimQK * 2;     // 1152
+constexpr int kTileBytes = kBlockN * kRowBytes;  // 73,728
+constexpr int kOffQ = 0;
+constexpr int kOffKV = kOffQ + kBlockM * kRowBytes;
+constexpr int kOffP = kOffKV + 2 * kTileBytes;
+constexpr int kOffMax = kOffP + kBlockM * kBlockN * 2;
+constexpr int kOffSum = kOffMax + 2 * kBlockM * 4;
+constexpr int kSmemBytes = kOffSum + 2 * kBlockM * 4;
+static_assert(kSmemBytes <= 232448, "over the sm_90 opt-in shared memory");
+
+__device__ __forceinline__ uint32_t Off576(int row, int chunk) {
+  return uint32_t(row * kRowBytes + (((chunk & ~7) | ((chunk ^ row) & 7)) << 4));
+}
+__device__ __forceinline__ uint32_t OffP(int row, int chunk) {
+  return uint32_t(row * 128 + (((chunk ^ row) & 7) << 4));
+}
+
+// Address of token t of entry b in the cache (t < S_b).
+__device__ __forceinline__ const __nv_bfloat16* KvRow(const Params& p, int b, int t) {
+  if (p.block_table) {
+    const int64_t page = p.block_table[b * p.bt_stride + t / kPageSize];
+    return p.kv + page * p.kv_st[0] + int64_t(t % kPageSize) * p.kv_st[1];
+  }
+  return p.kv + int64_t(b) * p.kv_st[0] + int64_t(t) * p.kv_st[1];
+}
+
+// Tile [u, u + 64) of entry b into sKV (base address kv_s), rows t >= stop zero-filled.
+__device__ __forceinline__ void LoadTile(const Params& p, uint32_t kv_s, int b, int u, int stop) {
+  for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreads) {
+    const int row = i / kChunks, ch = i % kChunks, t = u + row;
+    const bool in = t < stop;
+    const __nv_bfloat16* src = in ? KvRow(p, b, t) + ch * 8 : p.kv;
+    CpAsync16(kv_s + Off576(row, ch), src, in ? 16 : 0);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  const uint32_t s_base = SmemAddr(smem);
+  const uint32_t sQ = s_base + kOffQ, sP = s_base + kOffP;
+  float* sMax = reinterpret_cast<float*>(smem + kOffMax);  // [2][64]
+  float* sSum = reinterpret_cast<float*>(smem + kOffSum);  // [2][64]
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = warp & 3, c = warp >> 2;
+  const int mb = blockIdx.x, part = blockIdx.y;
+
+  const int64_t W = p.cum[p.B];
+  if (W == 0) return;
+  const int Pe = EffectiveParts(W, p.parts);
+  if (part >= Pe) return;
+  const int64_t start = PartStart(part, W, Pe), end = PartStart(part + 1, W, Pe);
+
+  const int R0 = mb * kBlockM;
+  const int rows_valid = min(kBlockM, p.M - R0);
+  const bool active = 16 * g < rows_valid;  // the warp's rows hold real queries
+  const int r_[2] = {16 * g + (lane >> 2), 16 * g + (lane >> 2) + 8};
+
+  for (int b = p.part_b[part]; b < p.B; ++b) {
+    const int64_t c0 = p.cum[b], c1 = p.cum[b + 1];
+    if (c0 >= end) break;
+    if (c1 == c0) continue;
+    const int S_b = int(c1 - c0);
+    const int t0 = int(max(start, c0) - c0), t1 = int(min(end, c1) - c0);
+    const int nsplit = SplitsOf(c0, c1, W, Pe);
+    // The rows' key limits; the CTA's last useful key (the last row sees the most: s ascends in R).
+    int lim[2];
+    for (int j = 0; j < 2; ++j) {
+      const int R = R0 + r_[j];
+      lim[j] = R < p.M ? min(t1, VisibleKeys(S_b, p.s_q, R / p.H, p.causal)) : t0;
+    }
+    const int stop = min(t1, VisibleKeys(S_b, p.s_q, (R0 + rows_valid - 1) / p.H, p.causal));
+    const int n_tiles = stop > t0 ? (stop - t0 + kBlockN - 1) / kBlockN : 0;
+
+    __syncthreads();  // the previous segment is done with every buffer
+    for (int i = tid; i < kBlockM * kChunks; i += kThreads) {  // Q, zero rows past M
+      const int row = i / kChunks, ch = i % kChunks, R = R0 + row;
+      const bool in = R < p.M;
+      const __nv_bfloat16* src =
+          in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] + ch * 8 : p.q;
+      CpAsync16(sQ + Off576(row, ch), src, in ? 16 : 0);
+    }
+    if (n_tiles > 0) LoadTile(p, s_base + kOffKV, b, t0, stop);
+    CpAsyncCommit();
+
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    float o[32][4];
+#pragma unroll
+    for (int n = 0; n < 32; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+
+    for (int j = 0; j < n_tiles; ++j) {
+      const int u = t0 + j * kBlockN;
+      const uint32_t sK = s_base + kOffKV + (j & 1) * kTileBytes;
+      CpAsyncWaitAll();
+      __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
+      if (j + 1 < n_tiles) LoadTile(p, s_base + kOffKV + ((j + 1) & 1) * kTileBytes, b, u + kBlockN, stop);
+      CpAsyncCommit();
+
+      // ---- S = Q K^T for this warp's 16 rows x 32 tokens ----------------------------------------
+      float s[4][4];
+#pragma unroll
+      for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      if (active) {
+#pragma unroll 4
+        for (int ks = 0; ks < kDimQK / 16; ++ks) {
+          uint32_t a[4];
+          Ldsm4(a, sQ + Off576(16 * g + (lane & 15), 2 * ks + (lane >> 4)));
+#pragma unroll
+          for (int pr = 0; pr < 2; ++pr) {
+            uint32_t bb[4];
+            Ldsm4(bb, sK + Off576(32 * c + 16 * pr + (lane & 7) + ((lane >> 4) << 3),
+                                  2 * ks + ((lane >> 3) & 1)));
+            Mma(s[2 * pr], a, bb[0], bb[1]);
+            Mma(s[2 * pr + 1], a, bb[2], bb[3]);
+          }
+        }
+      }
+      // ---- scale to base 2, mask, row max over the two halves ----------------------------------
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int n = 0; n < 4; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int t = u + 32 * c + 8 * n + 2 * (lane & 3) + (e & 1);
+          const float x = t < lim[e >> 1] ? s[n][e] * p.scale_log2 : -INFINITY;
+          s[n][e] = x;
+          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 1));
+        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 2));
+        if ((lane & 3) == 0) sMax[c * kBlockM + r_[k]] = mx[k];
+      }
+      __syncthreads();
+      float alpha[2], ref[2];
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const float mn = fmaxf(m[k], fmaxf(sMax[r_[k]], sMax[kBlockM + r_[k]]));
+        ref[k] = mn == -INFINITY ? 0.f : mn;
+        alpha[k] = exp2f(m[k] - ref[k]);
+        m[k] = mn;
+        l[k] *= alpha[k];
+      }
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        const float p0 = exp2f(s[n][0] - ref[0]), p1 = exp2f(s[n][1] - ref[0]);
+        const float p2 = exp2f(s[n][2] - ref[1]), p3 = exp2f(s[n][3] - ref[1]);
+        l[0] += p0 + p1, l[1] += p2 + p3;
+        const uint32_t at = (lane & 3) * 4;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], 4 * c + n) + at), "r"(PackBf16(p0, p1)));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], 4 * c + n) + at), "r"(PackBf16(p2, p3)));
+      }
+#pragma unroll
+      for (int n = 0; n < 32; ++n) {
+        o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+      }
+      __syncthreads();  // sP complete (both halves)
+
+      // ---- O[16 x 256] += P[16 x 64] V[64 x 256] (V = the tile's columns 256c ..) -----------------
+      if (active) {
+#pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; ++kk) {
+          uint32_t a[4];
+          Ldsm4(a, sP + OffP(16 * g + (lane & 15), 2 * kk + (lane >> 4)));
+#pragma unroll
+          for (int np = 0; np < 16; ++np) {
+            uint32_t bb[4];
+            Ldsm4T(bb, sK + Off576(16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                   32 * c + 2 * np + (lane >> 4)));
+            Mma(o[2 * np], a, bb[0], bb[1]);
+            Mma(o[2 * np + 1], a, bb[2], bb[3]);
+          }
+        }
+      }
+    }
+    CpAsyncWaitAll();  // n_tiles = 0: the Q group is still outstanding
+
+    // ---- the row sums over both halves, then the output or the partial -------------------------
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      l[k] += __shfl_xor_sync(0xffffffffu, l[k], 1);
+      l[k] += __shfl_xor_sync(0xffffffffu, l[k], 2);
+      if ((lane & 3) == 0) sSum[c * kBlockM + r_[k]] = l[k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int R = R0 + r_[k];
+      if (R >= p.M) continue;
+      const float lt = sSum[r_[k]] + sSum[kBlockM + r_[k]];
+      const int sq = R / p.H, h = R % p.H;
+      if (nsplit == 1) {
+        const float inv = lt > 0.f ? 1.f / lt : 0.f;
+        __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + 256 * c + 2 * (lane & 3);
+#pragma unroll
+        for (int n = 0; n < 32; ++n)
+          *reinterpret_cast<uint32_t*>(dst + 8 * n) = PackBf16(o[n][2 * k] * inv, o[n][2 * k + 1] * inv);
+        if (c == 0 && (lane & 3) == 0 && p.lse)
+          p.lse[b * p.lse_st[0] + sq * p.lse_st[1] + h * p.lse_st[2]] =
+              lt > 0.f ? (m[k] + log2f(lt)) * kLn2 : -INFINITY;
+      } else {
+        const int64_t row = int64_t(SlotOf(b, part)) * p.M + R;
+        float* dst = p.oacc + row * kDimV + 256 * c + 2 * (lane & 3);
+#pragma unroll
+        for (int n = 0; n < 32; ++n)
+          *reinterpret_cast<float2*>(dst + 8 * n) = make_float2(o[n][2 * k], o[n][2 * k + 1]);
+        if (c == 0 && (lane & 3) == 0)
+          *reinterpret_cast<float2*>(p.ml + row * 2) = make_float2(m[k], lt);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
+  static bool configured = false;  // the attribute is per function and process
+  if (!configured) {
+    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             kSmemBytes);
+        e != cudaSuccess)
+      return e;
+    configured = true;
+  }
+  DecodeKernel<<<dim3(p.m_blocks, p.parts), kThreads, kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace longhaul::mla::gpu

@@ -1,0 +1,106 @@
+// mla/mla_cuda.cu: the C API (mla.h) on the GPU: mla_fwd_workspace_size and mla_fwd. Validates the
+// parameters (mla_api.h's CheckParams plus this backend's limits), carves the workspace
+// (schedule.h's layout), and launches the three stages on the caller's stream: schedule.cu (prefix
+// sums of the device seqlens), decode.cu (split-KV), combine.cu (partials -> o, LSE). No host sync:
+// the launch can be captured in a CUDA graph, and the workspace depends on the shape only.
+//
+// This backend: bf16 q, kv and o; q and kv rows 16-byte aligned (strides multiples of 8 elements);
+// o rows 4-byte aligned (even strides); pages of 64 tokens.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <string>
+
+#include "mla/mla.h"
+#include "mla/mla_api.h"
+#include "mla/mla_gpu.cuh"
+
+namespace longhaul::mla {
+namespace {
+
+std::string CheckGpu(const mla_fwd_params& p) {
+  if (p.in_dtype != MLA_DTYPE_BF16 || p.out_dtype != MLA_DTYPE_BF16)
+    return "the GPU backend takes bf16 q, kv and o only";
+  auto aligned16 = [](const void* ptr, const int64_t* st, int n) {
+    bool ok = reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+    for (int i = 0; i < n; ++i) ok = ok && st[i] % 8 == 0;
+    return ok;
+  };
+  if (!aligned16(p.q, p.q_stride, 3) || !aligned16(p.kv, p.kv_stride, 2))
+    return "q and kv rows must be 16-byte aligned (strides multiples of 8)";
+  if (reinterpret_cast<uintptr_t>(p.o) % 4 || p.o_stride[0] % 2 || p.o_stride[1] % 2 || p.o_stride[2] % 2)
+    return "o rows must be 4-byte aligned";
+  if (int64_t(p.B) * p.s_q * p.H >= (int64_t(1) << 31)) return "B * s_q * H must be < 2^31";
+  return "";
+}
+
+// P for p's shape and the device.
+mla_status Parts(const mla_fwd_params& p, int* P) {
+  int sms = p.num_sms;
+  if (sms == 0) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return SetError(MLA_ERR_CUDA, "cannot query the SM count");
+  }
+  *P = p.num_parts > 0 ? p.num_parts : PartsForShape(p.s_q, p.H, sms);
+  if (*P > 65535) return SetError(MLA_ERR_UNSUPPORTED, "num_parts must be <= 65535");
+  return MLA_OK;
+}
+
+}  // namespace
+}  // namespace longhaul::mla
+
+using namespace longhaul::mla;
+
+extern "C" mla_status mla_fwd_workspace_size(const mla_fwd_params* p, size_t* bytes) {
+  if (!p || !bytes) return SetError(MLA_ERR_INVALID, "params or bytes is NULL");
+  if (p->B < 1 || p->s_q < 1 || p->H < 1) return SetError(MLA_ERR_INVALID, "B, s_q and H must be >= 1");
+  int P;
+  if (mla_status s = Parts(*p, &P); s != MLA_OK) return s;
+  *bytes = size_t(MakeWorkspaceLayout(p->B, p->s_q, p->H, P).bytes);
+  ClearError();
+  return MLA_OK;
+}
+
+extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
+  if (!pp) return SetError(MLA_ERR_INVALID, "params is NULL");
+  const mla_fwd_params& p = *pp;
+  if (std::string e = CheckParams(p, p.seqlens_host); !e.empty()) return SetError(MLA_ERR_INVALID, e);
+  if (std::string e = CheckGpu(p); !e.empty()) return SetError(MLA_ERR_UNSUPPORTED, e);
+  int P;
+  if (mla_status s = Parts(p, &P); s != MLA_OK) return s;
+  const WorkspaceLayout w = MakeWorkspaceLayout(p.B, p.s_q, p.H, P);
+  if (!p.workspace || p.workspace_bytes < size_t(w.bytes) || reinterpret_cast<uintptr_t>(p.workspace) % 256)
+    return SetError(MLA_ERR_WORKSPACE, "workspace needs " + std::to_string(w.bytes) + " bytes, 256-byte aligned");
+
+  gpu::Params g{};
+  g.B = p.B, g.s_q = p.s_q, g.H = p.H, g.M = p.s_q * p.H;
+  g.m_blocks = MBlocks(p.s_q, p.H), g.parts = P;
+  g.q = static_cast<const __nv_bfloat16*>(p.q);
+  g.kv = static_cast<const __nv_bfloat16*>(p.kv);
+  g.o = static_cast<__nv_bfloat16*>(p.o);
+  g.lse = p.lse;
+  for (int i = 0; i < 3; ++i) g.q_st[i] = p.q_stride[i], g.o_st[i] = p.o_stride[i], g.lse_st[i] = p.lse_stride[i];
+  g.kv_st[0] = p.kv_stride[0], g.kv_st[1] = p.kv_stride[1];
+  g.block_table = p.block_table, g.bt_stride = p.block_table_stride;
+  g.seqlens = p.seqlens;
+  const double scale = p.scale > 0 ? double(p.scale) : 1.0 / std::sqrt(192.0);
+  g.scale_log2 = float(scale * 1.4426950408889634074);
+  g.causal = p.flags & MLA_FLAG_CAUSAL;
+  char* base = static_cast<char*>(p.workspace);
+  g.cum = reinterpret_cast<int64_t*>(base + w.cum);
+  g.part_b = reinterpret_cast<int32_t*>(base + w.part_b);
+  g.ml = reinterpret_cast<float*>(base + w.ml);
+  g.oacc = reinterpret_cast<float*>(base + w.oacc);
+
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (cudaError_t e = gpu::LaunchSchedule(g, s); e != cudaSuccess)
+    return SetError(MLA_ERR_CUDA, std::string("schedule: ") + cudaGetErrorString(e));
+  if (cudaError_t e = gpu::LaunchDecode(g, s); e != cudaSuccess)
+    return SetError(MLA_ERR_CUDA, std::string("decode: ") + cudaGetErrorString(e));
+  if (cudaError_t e = gpu::LaunchCombine(g, s); e != cudaSuccess)
+    return SetError(MLA_ERR_CUDA, std::string("combine: ") + cudaGetErrorString(e));
+  ClearError();
+  return MLA_OK;
+}

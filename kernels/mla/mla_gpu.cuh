@@ -1,0 +1,85 @@
+// mla/mla_gpu.cuh: what the three CUDA stages of the MLA forward share: the launch parameters, the
+// launchers, and the warp-level primitives (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async with
+// zero fill) as inline PTX.
+//
+// Uses: schedule.cu (stage 0: prefix sums and each part's first entry), decode.cu (stage 1: the
+// split-KV kernel), combine.cu (stage 2: merges partials), mla_cuda.cu (the C API launcher).
+// The schedule itself (which CTA does which tokens) is mla/schedule.h, shared with the CPU model.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "mla/schedule.h"
+
+namespace longhaul::mla::gpu {
+
+// Everything the kernels need (device pointers; strides in elements).
+struct Params {
+  int B, s_q, H, M;          // M = s_q * H query rows per entry (row R = s * H + h)
+  int m_blocks, parts;       // the decode grid (m_blocks, parts); parts = P of schedule.h
+  const __nv_bfloat16* q;    int64_t q_st[3];   // {b, s, h}
+  const __nv_bfloat16* kv;   int64_t kv_st[2];  // {b, t} contiguous or {page, t} paged
+  const int32_t* block_table;                    // paged when not null
+  int64_t bt_stride;
+  const int32_t* seqlens;    // [B]
+  __nv_bfloat16* o;          int64_t o_st[3];
+  float* lse;                int64_t lse_st[3];  // or null
+  float scale_log2;          // scale * log2(e)
+  bool causal;
+  // The workspace (schedule.h's layout).
+  int64_t* cum;              // [B+1]
+  int32_t* part_b;           // [parts]
+  float* ml;                 // [slots][M][2]
+  float* oacc;               // [slots][M][512]
+};
+
+cudaError_t LaunchSchedule(const Params& p, cudaStream_t stream);
+cudaError_t LaunchDecode(const Params& p, cudaStream_t stream);
+cudaError_t LaunchCombine(const Params& p, cudaStream_t stream);
+
+constexpr float kLn2 = 0.69314718055994530942f;
+
+// ---- warp-level primitives --------------------------------------------------------------------
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// D[16x8] += A[16x16] B[16x8], bf16 operands, fp32 accumulate. Fragment layouts (g = lane/4,
+// t = lane%4): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..);
+// b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g); d0,d1 (g, 2t..2t+1), d2,d3 (g+8, 2t..2t+1).
+__device__ __forceinline__ void Mma(float* d, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 b16 matrices; lane l gives the address of row (l%8) of matrix l/8.
+__device__ __forceinline__ void Ldsm4(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void Ldsm4T(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// 16 bytes global -> shared; src_bytes = 0 writes zeros (and reads nothing).
+__device__ __forceinline__ void CpAsync16(uint32_t smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
+__device__ __forceinline__ void CpAsyncWaitAll() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower address), .y = hi
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+}  // namespace longhaul::mla::gpu

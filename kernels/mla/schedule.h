@@ -1,0 +1,119 @@
+// mla/schedule.h: the split-KV schedule of the MLA decode, as pure integer functions that the host
+// (split_reference.cc, the tests, the launcher's workspace size) and the GPU kernels (decode.cu,
+// combine.cu) share, so that both sides agree on every split by construction. Plain C++, no CUDA
+// headers: under nvcc the functions are __host__ __device__.
+//
+// Uses: split_reference.{h,cc} (MakeSchedule, the CPU model of the two kernels), mla_cuda.cu (the
+// grid and the workspace), decode.cu, combine.cu, schedule.cu.
+//
+// ---- The rule ---------------------------------------------------------------------------------
+// Rows. The s_q * H query rows of one batch entry are packed s-major (row R = s * H + h, FlashMLA's
+// q_seq_per_hk) and cut into m-blocks of kBlockM = 64 rows: m_blocks = ceil(s_q H / 64). Every
+// m-block reads the whole KV range of its split (the KV tile is shared by all 64 rows: MQA).
+//
+// Parts. The grid is (m_blocks, P) CTAs with P = max(1, floor(num_sms / m_blocks)): one CTA per SM
+// when m_blocks divides num_sms (132 = 1*132 = 2*66 = 4*33 = 3*44 ...). The KV work of the whole
+// batch is the concatenation of the entries' token ranges, W = sum_b S_b tokens (cum[b] = its
+// prefix sums). Part p owns the tokens [floor(p W / P'), floor((p+1) W / P')) of that line, where
+// P' = min(P, max(1, floor(W / kMinSplitTokens))) (parts p >= P' exit at once). Every part gets
+// floor(W/P') or ceil(W/P') tokens: the balance is exact to one token, and no part is empty.
+// Boundaries are at token granularity, not pages: at B=1 H64 S8192 that is 132 splits of 62 or 63
+// tokens (FlashMLA's 64-token granularity and fixed overhead give 64 splits, half the machine).
+//
+// Splits. A part's range crosses entry boundaries: the piece of entry b inside part p is one
+// split, (b, p). Entry b has n_b = PartOf(cum[b+1]-1) - PartOf(cum[b]) + 1 splits (0 if S_b = 0),
+// in part order; a split's token range is never empty. An entry with n_b = 1 is written (bf16 o,
+// LSE) by the decode kernel itself; one with n_b >= 2 leaves fp32 partials in slot b + p of the
+// workspace (injective: p(b+1) starts >= p(b) ends), which the combine kernel merges; one with
+// S_b = 0 is written by the combine kernel (o = 0, LSE = -inf).
+//
+// What "empty" can still mean: with causal masking a CTA's rows may see none of its split's keys
+// (prefill: query s of m-block mb sees keys 0..s only; decode with S_b < s_q). That CTA runs zero
+// KV tiles and writes m = -inf, l = 0 (or o = 0, LSE = -inf directly): a split range is never
+// empty, but its visible part for some rows may be.
+//
+// Examples (132 SMs): B1 H64 S8192 s_q1: 1 x 132 CTAs, 132 splits of 62-63 tokens. s_q2: M=128,
+// 2 x 66. s_q4: 4 x 33. B128 H16 S8192: 1 x 132, W = 1M tokens, 7944-7945 per part, each entry 2
+// splits (a few 3). B128 H128 s_q1: 2 x 66; s_q2: 4 x 33. Prefill s_q = S = 8192, H64: m_blocks =
+// 8192 > 132, so P = 1: one split per entry, no partials, the grid is 8192 CTAs.
+#pragma once
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define MLA_HD __host__ __device__ __forceinline__
+#else
+#define MLA_HD inline
+#endif
+
+namespace longhaul::mla {
+
+constexpr int kDimLatent = 512;  // c_kv: also V
+constexpr int kDimRope = 64;     // k_rope
+constexpr int kDimQK = 576;      // a KV row / a q row
+constexpr int kDimV = 512;       // the output row
+constexpr int kPageSize = 64;    // tokens per page of the paged cache
+constexpr int kBlockM = 64;      // query rows per CTA
+constexpr int kBlockN = 64;      // tokens per KV tile
+constexpr int kMinSplitTokens = 32;  // no split shorter than this (unless an entry is shorter)
+
+// Keys that query i (0 <= i < s_q) of an entry with S_b keys sees: 0 .. S_b - s_q + i when causal
+// (the queries are the last s_q positions of the sequence), all S_b otherwise. Clamped to [0, S_b].
+MLA_HD int VisibleKeys(int S_b, int s_q, int i, bool causal) {
+  if (!causal) return S_b;
+  const int n = S_b - s_q + i + 1;
+  return n < 0 ? 0 : (n > S_b ? S_b : n);
+}
+
+MLA_HD int MBlocks(int s_q, int H) { return (s_q * H + kBlockM - 1) / kBlockM; }
+
+// P: parts per m-block for the shape (the grid's y).
+MLA_HD int PartsForShape(int s_q, int H, int num_sms) {
+  const int p = num_sms / MBlocks(s_q, H);
+  return p < 1 ? 1 : p;
+}
+
+// P': the parts that get work, for W total tokens.
+MLA_HD int EffectiveParts(int64_t W, int P) {
+  int64_t cap = W / kMinSplitTokens;
+  if (cap < 1) cap = 1;
+  return P < cap ? P : int(cap);
+}
+
+// First token (on the concatenated line) of part p; PartStart(P') = W.
+MLA_HD int64_t PartStart(int p, int64_t W, int Pe) { return int64_t(p) * W / Pe; }
+
+// The part that owns token x (0 <= x < W): the largest p with PartStart(p) <= x.
+MLA_HD int PartOf(int64_t x, int64_t W, int Pe) { return int(((x + 1) * Pe - 1) / W); }
+
+// Splits of the entry whose tokens are [c0, c1) on the line.
+MLA_HD int SplitsOf(int64_t c0, int64_t c1, int64_t W, int Pe) {
+  return c1 <= c0 ? 0 : PartOf(c1 - 1, W, Pe) - PartOf(c0, W, Pe) + 1;
+}
+
+// Workspace slot of split (b, p), and the slots to allocate (0 when no entry can be split).
+MLA_HD int SlotOf(int b, int p) { return b + p; }
+MLA_HD int64_t NumSlots(int B, int P) { return P <= 1 ? 0 : int64_t(B) + P - 1; }
+
+// ---- Workspace layout (device memory; all offsets 256-byte aligned) ----------------------------
+//   cum        int64 [B+1]            prefix sums of seqlens (schedule.cu)
+//   part_b     int32 [P]              the first entry with tokens in part p (schedule.cu)
+//   ml         fp32  [slots][M][2]    per split and row: running max m (base 2, scaled) and sum l
+//   oacc       fp32  [slots][M][512]  per split and row: the unnormalised output sum_t 2^(s_t-m) v_t
+// with M = s_q * H. The partials are what the decode kernel leaves and the combine kernel reads.
+struct WorkspaceLayout {
+  int64_t cum, part_b, ml, oacc, bytes;
+};
+MLA_HD int64_t AlignUp256(int64_t x) { return (x + 255) / 256 * 256; }
+MLA_HD WorkspaceLayout MakeWorkspaceLayout(int B, int s_q, int H, int P) {
+  const int64_t M = int64_t(s_q) * H, slots = NumSlots(B, P);
+  WorkspaceLayout w;
+  w.cum = 0;
+  w.part_b = w.cum + AlignUp256((int64_t(B) + 1) * 8);
+  w.ml = w.part_b + AlignUp256(int64_t(P) * 4);
+  w.oacc = w.ml + AlignUp256(slots * M * 2 * 4);
+  w.bytes = w.oacc + AlignUp256(slots * M * kDimV * 4);
+  return w;
+}
+
+}  // namespace longhaul::mla

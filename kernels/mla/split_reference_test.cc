@@ -1,0 +1,198 @@
+// The split-KV CPU model: split partials + combine equal the direct reference for many split
+// counts (1, several, empty ranges), and the schedule's properties (all 132 SMs busy at the target
+// shapes, exact balance, never an empty split, slots unique, every token covered once).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "mla/mla_testing.h"
+#include "mla/reference.h"
+#include "mla/split_reference.h"
+
+namespace longhaul::mla {
+namespace {
+
+using testing::Case;
+using testing::MakeRandom;
+using testing::MaxRelErr;
+
+// n splits of [0, S): random cut points (sorted, repeats allowed: empty ranges).
+std::vector<int> RandomBounds(int S, int n, std::mt19937_64& rng) {
+  std::vector<int> t = {0};
+  std::uniform_int_distribution<int> u(0, S);
+  std::vector<int> cuts;
+  for (int j = 0; j < n - 1; ++j) cuts.push_back(u(rng));
+  std::sort(cuts.begin(), cuts.end());
+  t.insert(t.end(), cuts.begin(), cuts.end());
+  t.push_back(S);
+  return t;
+}
+
+TEST(MlaSplit, SplitCombineEqualsDirectManySplitCounts) {
+  std::mt19937_64 rng(5);
+  for (double sd : {0.1, 1.0})
+    for (int s_q : {1, 2, 4}) {
+      Case c;
+      c.B = 3, c.s_q = s_q, c.H = 2, c.seqlens = {300, 1, 129}, c.q_sd = sd;
+      auto in = MakeRandom(c, 40 + s_q);
+      const Result ref = Attention(in.paged);
+      for (int n : {1, 2, 3, 5, 7, 16, 64, 301}) {
+        std::vector<std::vector<int>> bounds;
+        for (int S : c.seqlens) bounds.push_back(RandomBounds(S, n, rng));
+        const Result r = SplitAttention(in.paged, bounds);
+        const double eo = MaxRelErr(ref.o, r.o), el = MaxRelErr(ref.lse, r.lse);
+        EXPECT_LT(eo, 1e-12) << "sd " << sd << " s_q " << s_q << " splits " << n;
+        EXPECT_LT(el, 1e-12) << "sd " << sd << " s_q " << s_q << " splits " << n;
+      }
+    }
+}
+
+// Hand-placed empty ranges: at the start, in the middle, at the end, and splits that fall wholly
+// past a causal row's last key; an entry with S_b = 0 ({0, 0}).
+TEST(MlaSplit, EmptyRangesAndFullyMaskedSplits) {
+  Case c;
+  c.B = 3, c.s_q = 4, c.H = 3, c.seqlens = {200, 3, 0};
+  auto in = MakeRandom(c, 77);
+  const Result ref = Attention(in.paged);
+  const std::vector<std::vector<int>> bounds = {{0, 0, 0, 64, 64, 197, 198, 200, 200},
+                                                {0, 0, 1, 1, 2, 3, 3},
+                                                {0, 0}};
+  const Result r = SplitAttention(in.paged, bounds);
+  EXPECT_LT(MaxRelErr(ref.o, r.o), 1e-12);
+  EXPECT_LT(MaxRelErr(ref.lse, r.lse), 1e-12);
+  // Entry 1 (S = 3, s_q = 4): row 0 sees nothing, rows 1..3 see 1..3 keys.
+  EXPECT_TRUE(std::isinf(r.lse[3 * 4 * 1 + 0]));
+  EXPECT_TRUE(std::isfinite(r.lse[3 * 4 * 1 + 3]));
+}
+
+// A partial's fields: one tile of two keys with scores (in base 2) x = (1, 0): m = 1, l = 1.5.
+TEST(MlaSplit, PartialIsRunningMaxSumUnnormalisedOutput) {
+  std::vector<float> q(kDimQK, 0.f), kv(2 * kDimQK, 0.f);
+  q[0] = 1, kv[0] = 1, kv[kDimQK + 1] = 2;
+  Problem p;
+  p.q = q.data();
+  p.kv.data = kv.data(), p.kv.stride_outer = 2 * kDimQK, p.kv.capacity = 2;
+  p.seqlens = {2};
+  p.scale = std::log(2.0);  // scale * log2(e) = 1
+  const Partial a = SplitPartial(p, 0, 0, 0, 0, 2);
+  EXPECT_NEAR(a.m, 1.0, 1e-15);
+  EXPECT_NEAR(a.l, 1.5, 1e-15);
+  EXPECT_NEAR(a.o[0], 1.0, 1e-15);  // 2^(1-1) * 1
+  EXPECT_NEAR(a.o[1], 1.0, 1e-15);  // 2^(0-1) * 2
+  double o[kDimV], lse;
+  Combine({a}, o, &lse);
+  EXPECT_NEAR(lse, std::log(3.0), 1e-15);  // ln(e^{ln2} + e^0) = ln 3
+  const Partial e = SplitPartial(p, 0, 0, 0, 1, 1);  // empty range
+  EXPECT_TRUE(std::isinf(e.m) && e.m < 0);
+  EXPECT_EQ(e.l, 0.0);
+  Combine({e, a, e}, o, &lse);
+  EXPECT_NEAR(lse, std::log(3.0), 1e-15);
+  Combine({e}, o, &lse);
+  EXPECT_TRUE(std::isinf(lse) && lse < 0);
+  EXPECT_EQ(o[0], 0.0);
+}
+
+// Every token of every entry in exactly one split, in order; no split empty; slots unique and
+// inside the workspace; parts balanced to one token; nsplits consistent.
+void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens) {
+  const int B = int(seqlens.size());
+  std::vector<int> covered(B, 0), count(B, 0);
+  std::set<int> slots;
+  std::vector<int64_t> part_tokens(s.parts_used, 0);
+  for (const Split& sp : s.splits) {
+    ASSERT_LT(sp.begin, sp.end) << "empty split";
+    ASSERT_EQ(sp.begin, covered[sp.b]);
+    covered[sp.b] = sp.end;
+    ++count[sp.b];
+    ASSERT_EQ(sp.slot, SlotOf(sp.b, sp.part));
+    ASSERT_TRUE(slots.insert(sp.slot).second);
+    if (s.slots > 0) {
+      ASSERT_LT(sp.slot, s.slots);
+    }
+    part_tokens[sp.part] += sp.end - sp.begin;
+  }
+  for (int b = 0; b < B; ++b) {
+    ASSERT_EQ(covered[b], seqlens[b]);
+    ASSERT_EQ(count[b], s.nsplits[b]);
+  }
+  if (!part_tokens.empty()) {
+    const auto [lo, hi] = std::minmax_element(part_tokens.begin(), part_tokens.end());
+    EXPECT_LE(*hi - *lo, 1);
+    EXPECT_GE(*lo, std::min<int64_t>(kMinSplitTokens, s.cum[B]));
+  }
+  for (int p = 0; p < s.parts_used; ++p) {  // first_b: the entry of the part's first split
+    int first = B;
+    for (const Split& sp : s.splits)
+      if (sp.part == p) { first = sp.b; break; }
+    ASSERT_EQ(s.first_b[p], first);
+  }
+}
+
+TEST(MlaSchedule, FillsAll132SmsAtTargetShapes) {
+  struct Shape { int B, s_q, H, S, m_blocks; };
+  for (const Shape& sh : {Shape{1, 1, 64, 8192, 1}, Shape{1, 2, 64, 8192, 2}, Shape{1, 4, 64, 8192, 4},
+                          Shape{128, 1, 16, 8192, 1}, Shape{128, 1, 128, 8192, 2},
+                          Shape{128, 2, 128, 8192, 4}}) {
+    const std::vector<int> seqlens(sh.B, sh.S);
+    const Schedule s = MakeSchedule(sh.B, sh.s_q, sh.H, seqlens, 132);
+    SCOPED_TRACE("B" + std::to_string(sh.B) + " s_q" + std::to_string(sh.s_q) + " H" + std::to_string(sh.H));
+    EXPECT_EQ(s.m_blocks, sh.m_blocks);
+    EXPECT_EQ(s.busy_ctas(), 132);
+    CheckScheduleInvariants(s, seqlens);
+  }
+  // B1 H64 S8192: 132 splits of 62 or 63 tokens (FlashMLA: 64 splits of 128).
+  const Schedule s = MakeSchedule(1, 1, 64, {8192}, 132);
+  ASSERT_EQ(s.splits.size(), 132u);
+  for (const Split& sp : s.splits) EXPECT_TRUE(sp.end - sp.begin == 62 || sp.end - sp.begin == 63);
+  // B128 H16: 2 or 3 splits per entry, every entry split.
+  const Schedule t = MakeSchedule(128, 1, 16, std::vector<int>(128, 8192), 132);
+  for (int n : t.nsplits) EXPECT_TRUE(n == 2 || n == 3) << n;
+}
+
+TEST(MlaSchedule, PrefillAndSinglePartHaveNoPartials) {
+  const Schedule s = MakeSchedule(1, 8192, 64, {8192}, 132);
+  EXPECT_EQ(s.m_blocks, 8192);
+  EXPECT_EQ(s.parts, 1);
+  EXPECT_EQ(s.slots, 0);
+  EXPECT_EQ(s.nsplits[0], 1);
+  const Schedule o = MakeSchedule(3, 1, 64, {5000, 0, 17}, 132, /*parts_override=*/1);
+  EXPECT_EQ(o.slots, 0);
+  EXPECT_EQ(o.nsplits, (std::vector<int>{1, 0, 1}));
+  CheckScheduleInvariants(o, {5000, 0, 17});
+}
+
+TEST(MlaSchedule, RandomMixedLengthsInvariants) {
+  std::mt19937_64 rng(9);
+  for (int it = 0; it < 300; ++it) {
+    const int B = 1 + int(rng() % 200), s_q = 1 + int(rng() % 4), H = 1 << (rng() % 8);
+    std::vector<int> seqlens(B);
+    for (int& S : seqlens) S = rng() % 5 == 0 ? 0 : int(rng() % (rng() % 2 ? 100 : 20000));
+    const int sms = 132 - int(rng() % 4) * 10;
+    const Schedule s = MakeSchedule(B, s_q, H, seqlens, sms);
+    CheckScheduleInvariants(s, seqlens);
+    EXPECT_LE(s.busy_ctas(), sms);
+    int64_t W = 0;
+    for (int S : seqlens) W += S;
+    if (W >= int64_t(kMinSplitTokens) * s.parts) {
+      EXPECT_EQ(s.parts_used, s.parts);
+    }
+  }
+}
+
+// The schedule's splits, run through the CPU model, reproduce the direct reference (a small shape
+// where W / 32 limits P', and one with the full 132 parts).
+TEST(MlaSchedule, ScheduledSplitsMatchDirect) {
+  for (int S : {700, 5000}) {
+    Case c;
+    c.B = 3, c.s_q = 2, c.H = 2, c.seqlens = {S, 0, 95}, c.q_sd = 0.1;
+    auto in = MakeRandom(c, 1234 + S);
+    const Schedule s = MakeSchedule(c.B, c.s_q, c.H, c.seqlens, 132);
+    const Result a = Attention(in.paged), b = SplitAttention(in.paged, s);
+    EXPECT_LT(MaxRelErr(a.o, b.o), 1e-12);
+    EXPECT_LT(MaxRelErr(a.lse, b.lse), 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace longhaul::mla
