@@ -92,17 +92,18 @@ class Agent : public Proposer {
                   {"tokens", estimate_tokens(body.size())}};
       } else {
         ContextInputs in{lab_->state(), lab_->task(), config_, t_, *client_, blobs_};
-        if (auto plan = plan_compaction(in, force)) {
+        Rendered r = render(in);  // rendered once; again only after a compaction moved the marks
+        if (auto plan = plan_compaction(in, force, r)) {
           lab_->log("compaction", {{"reason", force ? "context_length" : "budget"},
                                    {"mask_before", plan->mask_before}, {"drop_before", plan->drop_before},
                                    {"tokens_before", plan->tokens_before}, {"tokens_after", plan->tokens_after},
                                    {"context_tokens", config_.context_tokens}});
           sync();
+          r = render(in);
         } else if (force) {
           lab_->log("llm_gave_up", {{"reason", "the context is too long for the model and nothing is left to compact"}});
           return "llm_error";
         }
-        Rendered r = render(in);
         messages = std::move(r.messages);
         body = std::move(r.body);
         intent = {{"turn", int(t_.turns.size())}, {"context", lab_->put_blob(body)}, {"tokens", r.tokens}};

@@ -116,8 +116,11 @@ Rendered render(const ContextInputs& in) {
 }
 
 std::optional<CompactionPlan> plan_compaction(const ContextInputs& in, bool force) {
+  return plan_compaction(in, force, render(in));
+}
+
+std::optional<CompactionPlan> plan_compaction(const ContextInputs& in, bool force, const Rendered& now) {
   const Transcript& t = in.transcript;
-  Rendered now = render(in);
   const double limit = double(in.config.context_tokens);
   if (!force && double(now.tokens) <= limit) return std::nullopt;
   double target = 0.7 * limit;

@@ -70,6 +70,8 @@ struct CompactionPlan {
   int64_t tokens_before = 0, tokens_after = 0;
 };
 std::optional<CompactionPlan> plan_compaction(const ContextInputs& in, bool force);
+// The same, given render(in) already made (the agent renders once per request when nothing is due).
+std::optional<CompactionPlan> plan_compaction(const ContextInputs& in, bool force, const Rendered& now);
 
 // The result text of an evaluate call, from the ledger: the same live and on resume.
 std::string describe_attempt(const RunState& run, const Transcript& t, const Attempt& a, Blobs& blobs);
