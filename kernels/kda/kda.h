@@ -122,6 +122,9 @@ kda_status kda_fwd(const kda_fwd_params* p, void* stream);
  * ignored. Exported by kda_cpu. */
 kda_status kda_fwd_cpu(const kda_fwd_params* p, void* stream);
 
+/* sizeof(kda_fwd_params), so that a binding (the ctypes module) can check its copy of the layout. */
+size_t kda_fwd_params_bytes(void);
+
 /* A static sentence for a status, and the last error's detail on this thread ("" if none). */
 const char* kda_status_string(kda_status s);
 const char* kda_last_error(void);

@@ -86,6 +86,8 @@ void kda_fwd_params_set_contiguous(kda_fwd_params* p) {
   set(p->beta_stride, T * H, H, 1);
 }
 
+size_t kda_fwd_params_bytes(void) { return sizeof(kda_fwd_params); }
+
 const char* kda_status_string(kda_status s) {
   switch (s) {
     case KDA_OK: return "ok";

@@ -2,8 +2,12 @@
 // more splits into bf16 o and the natural-log LSE, and writes the entries with no keys at all
 // (S_b = 0: o = 0, LSE = -inf). Entries with one split were written by decode.cu and are skipped.
 //
-// One warp per output row (b, R = s*H + h), 8 rows per 256-thread CTA; a lane owns 16 of the 512
-// columns (4 float4 at columns 4 lane + 128 k, so a warp reads 512 contiguous bytes per k).
+// One warp per (output row (b, R = s*H + h), quarter of its 512 columns); a lane owns 4 columns (one
+// float4), so a warp reads 512 contiguous bytes per split. Splits go in batches of 32: lane j loads
+// split j's (m, l) and turns it into its weight, then the warp issues the batch's 32 float4 loads
+// back to back (unrolled, the weight shuffled in from lane j), so 32 loads per lane are in flight
+// instead of one: the first version (a warp per row, one split at a time) was latency-bound, with
+// only B*M warps walking 132 splits each.
 //
 // Math (split_reference.h's Combine), partials j = the entry's splits in part order, slot b + p:
 //   M = max_j m_j;  L = sum_j l_j 2^(m_j - M);  o = sum_j O_j 2^(m_j - M) / L
@@ -14,54 +18,71 @@ namespace longhaul::mla::gpu {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kRowsPerCta = kThreads / 32;
+constexpr int kQuarters = 4;                       // a warp's share of a row: 128 columns
+constexpr int kWarpsPerCta = kThreads / 32;
 
 __global__ void __launch_bounds__(kThreads) CombineKernel(const Params p) {
   const int lane = threadIdx.x & 31;
-  const int64_t row = int64_t(blockIdx.x) * kRowsPerCta + (threadIdx.x >> 5);
-  if (row >= int64_t(p.B) * p.M) return;
+  const int64_t task = int64_t(blockIdx.x) * kWarpsPerCta + (threadIdx.x >> 5);
+  if (task >= int64_t(p.B) * p.M * kQuarters) return;
+  const int64_t row = task / kQuarters;
+  const int quarter = int(task % kQuarters);
   const int b = int(row / p.M), R = int(row % p.M), sq = R / p.H, h = R % p.H;
   const int64_t W = p.cum[p.B], c0 = p.cum[b], c1 = p.cum[b + 1];
   const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
   const int n = W > 0 ? SplitsOf(c0, c1, W, Pe) : 0;
   if (n == 1) return;
-  __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2];
-  float* lse = p.lse ? p.lse + b * p.lse_st[0] + sq * p.lse_st[1] + h * p.lse_st[2] : nullptr;
+  const int slot0 = n > 0 ? SlotOf(b, PartOf(c0, W, Pe)) : 0;
+  const float* ml = p.ml + (int64_t(slot0) * p.M + R) * 2;   // split j at ml + j * 2M
+  const float* oacc = p.oacc + (int64_t(slot0) * p.M + R) * kDimV + quarter * 128 + lane * 4;
 
   float M = -INFINITY;
-  const int slot0 = n > 0 ? SlotOf(b, PartOf(c0, W, Pe)) : 0;
-  for (int j = 0; j < n; ++j) M = fmaxf(M, p.ml[((int64_t(slot0) + j) * p.M + R) * 2]);
-  float acc[16] = {};
-  float L = 0.f;
-  if (M != -INFINITY) {
-    for (int j = 0; j < n; ++j) {
-      const int64_t r = (int64_t(slot0) + j) * p.M + R;
-      const float2 ml = *reinterpret_cast<const float2*>(p.ml + r * 2);
-      const float w = exp2f(ml.x - M);  // m_j = -inf: w = 0 (and O_j = 0)
-      L += ml.y * w;
-      const float4* src = reinterpret_cast<const float4*>(p.oacc + r * kDimV);
+  for (int j = lane; j < n; j += 32) M = fmaxf(M, ml[int64_t(j) * 2 * p.M]);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float4 v = src[lane + 32 * k];
-        acc[4 * k] += w * v.x, acc[4 * k + 1] += w * v.y, acc[4 * k + 2] += w * v.z, acc[4 * k + 3] += w * v.w;
+  for (int o = 16; o; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  float L = 0.f;  // this lane's share; summed over the warp below
+  if (M != -INFINITY) {
+    for (int j0 = 0; j0 < n; j0 += 32) {
+      float w = 0.f;  // lane j's weight for split j0 + j (0 past n, and for m_j = -inf)
+      if (j0 + lane < n) {
+        const float2 v = *reinterpret_cast<const float2*>(ml + int64_t(j0 + lane) * 2 * p.M);
+        w = exp2f(v.x - M);
+        L += v.y * w;
+      }
+      const int batch = n - j0 < 32 ? n - j0 : 32;
+      if (batch == 32) {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          const float wj = __shfl_sync(0xffffffffu, w, j);
+          const float4 v = *reinterpret_cast<const float4*>(oacc + int64_t(j0 + j) * p.M * kDimV);
+          acc.x += wj * v.x, acc.y += wj * v.y, acc.z += wj * v.z, acc.w += wj * v.w;
+        }
+      } else {
+        for (int j = 0; j < batch; ++j) {
+          const float wj = __shfl_sync(0xffffffffu, w, j);
+          const float4 v = *reinterpret_cast<const float4*>(oacc + int64_t(j0 + j) * p.M * kDimV);
+          acc.x += wj * v.x, acc.y += wj * v.y, acc.z += wj * v.z, acc.w += wj * v.w;
+        }
       }
     }
   }
-  const float inv = L > 0.f ? 1.f / L : 0.f;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    uint32_t* d = reinterpret_cast<uint32_t*>(dst + 4 * lane + 128 * k);
-    d[0] = PackBf16(acc[4 * k] * inv, acc[4 * k + 1] * inv);
-    d[1] = PackBf16(acc[4 * k + 2] * inv, acc[4 * k + 3] * inv);
-  }
-  if (lane == 0 && lse) *lse = L > 0.f ? (M + log2f(L)) * kLn2 : -INFINITY;
+  for (int o = 16; o; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + quarter * 128 + lane * 4;
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  d[0] = PackBf16(acc.x * inv, acc.y * inv);
+  d[1] = PackBf16(acc.z * inv, acc.w * inv);
+  if (lane == 0 && quarter == 0 && p.lse)
+    p.lse[b * p.lse_st[0] + sq * p.lse_st[1] + h * p.lse_st[2]] = L > 0.f ? (M + log2f(L)) * kLn2 : -INFINITY;
 }
 
 }  // namespace
 
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream) {
-  const int64_t rows = int64_t(p.B) * p.M;
-  const int64_t blocks = (rows + kRowsPerCta - 1) / kRowsPerCta;
+  const int64_t warps = int64_t(p.B) * p.M * kQuarters;
+  const int64_t blocks = (warps + kWarpsPerCta - 1) / kWarpsPerCta;
   CombineKernel<<<unsigned(blocks), kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }

@@ -117,6 +117,9 @@ mla_status mla_fwd(const mla_fwd_params* p, void* stream);
  * (bf16: round to nearest even); stream is ignored. Exported by mla_cpu. */
 mla_status mla_fwd_cpu(const mla_fwd_params* p, void* stream);
 
+/* sizeof(mla_fwd_params), so that a binding (the ctypes module) can check its copy of the layout. */
+size_t mla_fwd_params_bytes(void);
+
 /* A static sentence for a status, and the last error's detail on this thread ("" if none). */
 const char* mla_status_string(mla_status s);
 const char* mla_last_error(void);

@@ -73,6 +73,8 @@ void mla_fwd_params_set_contiguous(mla_fwd_params* p) {
   p->kv_stride[1] = kDimQK;
 }
 
+size_t mla_fwd_params_bytes(void) { return sizeof(mla_fwd_params); }
+
 const char* mla_status_string(mla_status s) {
   switch (s) {
     case MLA_OK: return "ok";

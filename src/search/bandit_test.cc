@@ -59,16 +59,16 @@ TEST(BanditTest, GivesMoreUsesToATechniqueThatKeepsFindingGains) {
 }
 
 TEST(BanditTest, FavoursLocalSearchOnAConvexObjective) {
-  // On a smooth bowl, hill climbing keeps finding gains; grid and random almost never do.
+  // On a smooth bowl, hill climbing keeps finding gains; random almost never does.
   Space space = make_space({20, 20, 20, 20});
   std::map<std::string, int> uses;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     auto bandit = make_proposer(space, seed, "bandit");
     for (auto& p : drive(*bandit, space, bowl({17, 3, 12, 19}), 150)) ++uses[p.strategy];
   }
-  EXPECT_GT(uses["hill"], uses["grid"]);
+  EXPECT_EQ(uses["grid"], 0);
   EXPECT_GT(uses["hill"], uses["random"]);
-  EXPECT_GT(uses["hill"] + uses["evolution"], uses["grid"] + uses["random"]);
+  EXPECT_GT(uses["hill"] + uses["evolution"], 2 * uses["random"]);
 }
 
 // Evaluations (baseline not counted) until a proposal scores at least `good`, or `cap`.

@@ -1,6 +1,7 @@
-// SearchProposer: the built-in proposer. One strategy, or the AUC bandit over all four, proposing
-// from one shared History. It guarantees what strategies only try to: a proposal is valid, never
-// observed before and never in flight; exhaustion is exact in spaces small enough to count once.
+// SearchProposer: the built-in proposer. One strategy, or the AUC bandit over random, hill and
+// evolution, proposing from one shared History. It guarantees what strategies only try to: a
+// proposal is valid, never observed before and never in flight; exhaustion is exact in spaces
+// small enough to count once.
 #include "search/proposer.h"
 
 #include <map>
@@ -85,8 +86,10 @@ Result<std::unique_ptr<SearchProposer>> SearchProposer::create(const Space& spac
   std::vector<std::unique_ptr<Strategy>> techniques;
   bool bandit = false;
   if (strategy == "bandit" || strategy.empty()) {
+    // No grid arm: in a space too large to enumerate, walking it in order from the first corner
+    // only spends evaluations (OpenTuner's bandits also leave exhaustive techniques out). Random
+    // stays as the arm that keeps looking far from the points already found.
     techniques.push_back(make_random());
-    techniques.push_back(make_grid());
     techniques.push_back(make_hill());
     techniques.push_back(make_evolution());
     bandit = true;
