@@ -14,8 +14,10 @@ struct RunArgs {
   std::string out;                  // run folder; "" picks runs/<task>-<time>
   std::optional<uint64_t> seed;
   std::string strategy = "bandit";
-  std::string proposer;             // "search" or "llm"; "" picks llm when llm_config is given
+  std::string proposer;             // "search" or "llm"; "" picks llm when any --llm-* is given
   std::string llm_config;           // a TOML file with [llm] and [agent] tables (docs/llm.md)
+  // Over the file's [llm] settings, or in place of a file: the server, the model, the key's variable.
+  std::optional<std::string> llm_base_url, llm_model, llm_api_key_env;
   std::optional<int> max_evals, patience;
   std::string wall_time;            // a duration, "" for the task's
   bool force = false;               // resume only

@@ -50,6 +50,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"search", "llm"}));
   run->add_option("--llm-config", run_args.llm_config,
                   "TOML file with the llm proposer's [llm] and [agent] settings (docs/llm.md)");
+  run->add_option("--llm-base-url", run_args.llm_base_url,
+                  "llm proposer: the server's OpenAI-compatible URL, e.g. http://localhost:8000/v1");
+  run->add_option("--llm-model", run_args.llm_model, "llm proposer: the model's name as served");
+  run->add_option("--llm-api-key-env", run_args.llm_api_key_env,
+                  "llm proposer: the NAME of the environment variable holding the API key");
   add_budget_options(run, run_args);
 
   RunArgs resume_args;

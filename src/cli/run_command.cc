@@ -74,6 +74,36 @@ std::optional<RunOptions> options_from(const RunArgs& args, const std::atomic<bo
   return o;
 }
 
+// The llm proposer's settings: the --llm-config file (or the defaults of docs/llm.md), then the --llm-*
+// options over it. Prints what is wrong and returns nullopt on a usage error.
+std::optional<llm::AgentConfig> agent_config_from(const RunArgs& args) {
+  llm::AgentConfig config;
+  if (!args.llm_config.empty()) {
+    auto loaded = llm::load_agent_config(args.llm_config);
+    if (!loaded) {
+      std::fprintf(stderr, "longhaul: %s\n", loaded.error().c_str());
+      return std::nullopt;
+    }
+    config = std::move(*loaded);
+  } else if (!args.llm_model) {
+    std::fprintf(stderr, "longhaul: --proposer llm needs --llm-config FILE.toml or --llm-model NAME (see docs/llm.md)\n");
+    return std::nullopt;
+  }
+  if (args.llm_base_url) config.client.base_url = *args.llm_base_url;
+  if (args.llm_model) config.client.model = *args.llm_model;
+  if (args.llm_api_key_env) config.client.api_key_env = *args.llm_api_key_env;
+  if (config.client.model.empty()) {
+    std::fprintf(stderr, "longhaul: llm.model is required (in --llm-config, or --llm-model)\n");
+    return std::nullopt;
+  }
+  if (!llm::env_name(config.client.api_key_env)) {
+    std::fprintf(stderr, "longhaul: --llm-api-key-env takes the NAME of an environment variable (letters, digits, _), "
+                         "not the key\n");
+    return std::nullopt;
+  }
+  return config;
+}
+
 int finish(const RunEnd& end, const std::string& run_dir, bool json, Progress& progress) {
   progress.done();
   if (json) {
@@ -108,20 +138,14 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& cancel) {
   }
   auto options = options_from(args, cancel);
   if (!options) return 2;
-  options->proposer = !args.proposer.empty() ? args.proposer : args.llm_config.empty() ? "search" : "llm";
+  const bool llm_options = !args.llm_config.empty() || args.llm_base_url || args.llm_model || args.llm_api_key_env;
+  options->proposer = !args.proposer.empty() ? args.proposer : llm_options ? "llm" : "search";
   if (options->proposer == "llm") {
-    if (args.llm_config.empty()) {
-      std::fprintf(stderr, "longhaul: --proposer llm needs --llm-config FILE.toml (see docs/llm.md)\n");
-      return 2;
-    }
-    auto config = llm::load_agent_config(args.llm_config);
-    if (!config) {
-      std::fprintf(stderr, "longhaul: %s\n", config.error().c_str());
-      return 2;
-    }
+    auto config = agent_config_from(args);
+    if (!config) return 2;
     options->proposer_config = llm::to_json(*config);
-  } else if (!args.llm_config.empty()) {
-    std::fprintf(stderr, "longhaul: --llm-config is for --proposer llm\n");
+  } else if (llm_options) {
+    std::fprintf(stderr, "longhaul: --llm-config and --llm-* are for --proposer llm\n");
     return 2;
   }
   const Task& task = std::get<Task>(loaded);

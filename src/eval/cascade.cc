@@ -80,6 +80,7 @@ ProcessResult run_step(const Task& task, const Step& step, const nlohmann::json&
   spec.command = step.command;
   spec.cwd = ctx.workspace;
   spec.env = step_env(task, step, params, ctx.seed);
+  spec.env_remove = ctx.hidden_env;
   spec.timeout_s = step.timeout_s;
   spec.memory_bytes = size_t(task.limits.memory_mb * 1024 * 1024);
   spec.cpu_seconds = task.limits.cpu_seconds;

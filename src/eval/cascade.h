@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "eval/candidate.h"
 #include "eval/metrics.h"
@@ -45,6 +46,9 @@ struct CascadeContext {
   const std::atomic<bool>* cancel = nullptr;
   // Called after each step that ran, for logging its captured output.
   std::function<void(const Step&, const ProcessResult&)> on_step;
+  // Inherited environment variables the steps must not see: a step runs code a model wrote, and its
+  // output is logged, so a secret in its environment could end up in the run's files.
+  std::vector<std::string> hidden_env;
 };
 
 EvalResult run_cascade(const Task& task, const Candidate& candidate, const CascadeContext& ctx);

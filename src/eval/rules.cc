@@ -7,17 +7,22 @@
 
 namespace longhaul {
 
-bool editable_path(const Task& task, const std::string& path) {
-  if (path.empty() || path[0] == '/' || path.find('\\') != std::string::npos) return false;
+bool plain_path(const std::string& path) {
+  if (path.empty() || path[0] == '/' || path.find('\\') != std::string::npos ||
+      path.find('\0') != std::string::npos)
+    return false;
   size_t start = 0;
-  while (start <= path.size()) {
+  while (true) {
     size_t end = path.find('/', start);
     std::string part = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (part.empty() || part == "." || part == "..") return false;
-    if (end == std::string::npos) break;
+    if (end == std::string::npos) return true;
     start = end + 1;
   }
-  return glob_match_any(task.editable, path) && !glob_match_any(task.harness, path) &&
+}
+
+bool editable_path(const Task& task, const std::string& path) {
+  return plain_path(path) && glob_match_any(task.editable, path) && !glob_match_any(task.harness, path) &&
          path != "task.toml";
 }
 

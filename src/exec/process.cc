@@ -226,6 +226,9 @@ ProcessResult run_process(const ProcessSpec& spec, const std::atomic<bool>* canc
     std::string entry = *e;
     auto eq = entry.find('=');
     if (eq != std::string::npos && env_over.count(entry.substr(0, eq))) continue;
+    if (eq != std::string::npos &&
+        std::find(spec.env_remove.begin(), spec.env_remove.end(), entry.substr(0, eq)) != spec.env_remove.end())
+      continue;
     env_strings.push_back(std::move(entry));
   }
   for (const auto& [k, v] : env_over) env_strings.push_back(k + "=" + v);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace longhaul {
 
@@ -14,6 +15,7 @@ struct ProcessSpec {
   std::string command;                       // run as /bin/sh -c command
   std::filesystem::path cwd;
   std::map<std::string, std::string> env;    // added to (and overriding) the inherited environment
+  std::vector<std::string> env_remove;       // inherited variables the child must not see (secrets)
   double timeout_s = 60;
   size_t memory_bytes = 0;                   // RLIMIT_AS; 0 = no limit
   double cpu_seconds = 0;                    // RLIMIT_CPU; 0 = no limit

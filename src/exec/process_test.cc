@@ -88,6 +88,19 @@ TEST(Process, EnvOverrideAndCwd) {
   EXPECT_EQ(r.out, "inherited new fresh\n" + spec.cwd.string() + "\n");
 }
 
+TEST(Process, RemovedVariablesAreNotInherited) {
+  ::setenv("LONGHAUL_PROCESS_TEST_SECRET", "sk-hidden", 1);
+  ::setenv("LONGHAUL_PROCESS_TEST_KEPT", "kept", 1);
+  ProcessSpec spec;
+  spec.command = "echo \"[$LONGHAUL_PROCESS_TEST_SECRET] [$LONGHAUL_PROCESS_TEST_KEPT]\"; env | grep -c SECRET";
+  spec.env_remove = {"LONGHAUL_PROCESS_TEST_SECRET"};
+  auto r = run_process(spec);
+  ::unsetenv("LONGHAUL_PROCESS_TEST_SECRET");
+  ::unsetenv("LONGHAUL_PROCESS_TEST_KEPT");
+  EXPECT_EQ(r.end, End::exited);
+  EXPECT_EQ(r.out, "[] [kept]\n0\n");
+}
+
 TEST(Process, SignalDeathIsSignaled) {
   auto r = run("kill -SEGV $$");
   EXPECT_EQ(r.end, End::signaled) << to_string(r.end);

@@ -68,6 +68,23 @@ Result<AgentConfig> agent_config_from_json(const json& j) {
   return c;
 }
 
+bool env_name(const std::string& name) {
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+    if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> secret_env(const json& proposer_config) {
+  if (!proposer_config.is_object() || !proposer_config.contains("llm") || !proposer_config["llm"].is_object())
+    return {};
+  const json& name = proposer_config["llm"].value("api_key_env", json());
+  if (!name.is_string() || name.get<std::string>().empty()) return {};
+  return {name.get<std::string>()};
+}
+
 namespace {
 
 struct Reader {
@@ -127,7 +144,10 @@ Result<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     int64_t i = 0;
     if (name == "base_url") r.string(v, key, k.base_url);
     else if (name == "model") r.string(v, key, k.model);
-    else if (name == "api_key_env") r.string(v, key, k.api_key_env);
+    else if (name == "api_key_env") {
+      if (r.string(v, key, k.api_key_env) && !env_name(k.api_key_env))
+        r.fail(v, key, "expected the NAME of an environment variable (letters, digits, _), not the key");
+    }
     else if (name == "timeout") r.duration(v, key, k.timeout_s);
     else if (name == "connect_timeout") r.duration(v, key, k.connect_timeout_s);
     else if (name == "temperature") { double t; if (r.number(v, key, t)) k.temperature = t; }
@@ -161,7 +181,6 @@ Result<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     }
   }
   if (!r.error.empty()) return Error{r.error};
-  if (k.model.empty()) return Error{path.string() + ": llm.model is required"};
   if (c.context_tokens < 2000) return Error{path.string() + ": agent.context_tokens must be at least 2000"};
   if (c.stale_after < 1) return Error{path.string() + ": agent.stale_after must be at least 1"};
   if (c.tool_output_bytes < 200) return Error{path.string() + ": agent.tool_output_bytes must be at least 200"};

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,8 +31,16 @@ struct AgentConfig {
 nlohmann::json to_json(const AgentConfig& c);
 Result<AgentConfig> agent_config_from_json(const nlohmann::json& j);
 
-// Reads FILE.toml: an [llm] table (required: model) and an optional [agent] table. Unknown keys are
-// errors naming the file, line and key.
+// Whether `name` can be an environment variable's name ([A-Za-z_][A-Za-z0-9_]*, or "" for none): a
+// key pasted where its variable's name belongs would otherwise be kept in the run's log.
+bool env_name(const std::string& name);
+
+// The environment variables the run keeps from the steps it runs: the one holding the API key. A step
+// runs code the model wrote and its output is logged, so it must not see the key.
+std::vector<std::string> secret_env(const nlohmann::json& proposer_config);
+
+// Reads FILE.toml: an [llm] table and an optional [agent] table. Unknown keys are errors naming the
+// file, line and key. The model may be left to the command line (the CLI requires one in the end).
 Result<AgentConfig> load_agent_config(const std::filesystem::path& path);
 
 }  // namespace longhaul::llm

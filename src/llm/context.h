@@ -74,6 +74,6 @@ std::optional<CompactionPlan> plan_compaction(const ContextInputs& in, bool forc
 std::optional<CompactionPlan> plan_compaction(const ContextInputs& in, bool force, const Rendered& now);
 
 // The result text of an evaluate call, from the ledger: the same live and on resume.
-std::string describe_attempt(const RunState& run, const Transcript& t, const Attempt& a, Blobs& blobs);
+std::string describe_attempt(const RunState& run, const Attempt& a, Blobs& blobs);
 
 }  // namespace longhaul::llm

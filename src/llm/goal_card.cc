@@ -139,8 +139,7 @@ std::string memory(const ContextInputs& in, size_t max_bytes) {
     row += " | " + change + " lines | ";
     row += a.baseline() ? std::string("baseline") : a.hypothesis.empty() ? std::string("(no hypothesis)") : one_line(a.hypothesis, 140);
     if (a.outcome != "ok" && !a.detail.empty()) row += " | " + one_line(a.detail, 100);
-    if (auto p = in.transcript.profile_of.find(a.index); p != in.transcript.profile_of.end())
-      row += " | profile: " + one_line(in.blobs.get(p->second), 80);
+    if (!a.profile.empty()) row += " | profile: " + one_line(in.blobs.get(a.profile), 80);
     if (used + row.size() + 1 > ledger_budget) break;
     used += row.size() + 1;
     rows.push_back(std::move(row));
@@ -180,7 +179,7 @@ std::string memory(const ContextInputs& in, size_t max_bytes) {
   return s;
 }
 
-std::string describe_attempt(const RunState& run, const Transcript& t, const Attempt& a, Blobs& blobs) {
+std::string describe_attempt(const RunState& run, const Attempt& a, Blobs& blobs) {
   std::string s = "attempt " + std::to_string(a.index) + ": " + a.outcome;
   if (!a.failed_step.empty()) s += " (at " + a.failed_step + ")";
   if (a.metric) {
@@ -199,8 +198,7 @@ std::string describe_attempt(const RunState& run, const Transcript& t, const Att
   else if (a.outcome == "ok" && a.duplicate_of < 0) s += "\nnot better than the best";
   if (!a.detail.empty() && a.outcome != "ok") s += "\ndetail:\n" + clip(a.detail, 2000);
   if (!a.metrics.empty()) s += "\nmetrics: " + a.metrics.dump();
-  if (auto p = t.profile_of.find(a.index); p != t.profile_of.end())
-    s += "\nprofile:\n" + clip(blobs.get(p->second), 1500);
+  if (!a.profile.empty()) s += "\nprofile:\n" + clip(blobs.get(a.profile), 1500);
   return s;
 }
 

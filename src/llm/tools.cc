@@ -27,19 +27,6 @@ std::string str_arg(const json& args, const std::string& name, bool required = t
   return args[name].get<std::string>();
 }
 
-// A relative path inside the task: no root, no "..", no backslash, not empty.
-bool plain_path(const std::string& p) {
-  if (p.empty() || p[0] == '/' || p.find('\\') != std::string::npos || p.find('\0') != std::string::npos) return false;
-  size_t start = 0;
-  while (true) {
-    size_t end = p.find('/', start);
-    std::string part = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    if (end == std::string::npos) return true;
-    start = end + 1;
-  }
-}
-
 int count_lines(const std::string& s) {
   return int(std::count(s.begin(), s.end(), '\n')) + (s.empty() || s.back() == '\n' ? 0 : 1);
 }
@@ -141,7 +128,7 @@ ToolOutput evaluate(ToolEnv& env, const json& args, int64_t call_seq) {
   const RunState& after = lab.state();
   if (index < 0 || index >= int(after.ledger.size())) return fail("the evaluation left no attempt");
   const Attempt& a = after.ledger[size_t(index)];
-  ToolOutput out = ok(describe_attempt(after, env.transcript, a, env.blobs));
+  ToolOutput out = ok(describe_attempt(after, a, env.blobs));
   out.ok = a.outcome == "ok";
   return out;
 }

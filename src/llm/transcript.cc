@@ -89,9 +89,6 @@ void Transcript::apply(const Event& e) {
   } else if (e.type == "proposal") {
     if (int64_t call = p.value("tool_call", int64_t(0)))
       attempt_of_call[call] = p.value("attempt", -1);
-  } else if (e.type == "eval_finished") {
-    if (p.contains("profile") && p["profile"].is_string())
-      profile_of[p.value("attempt", -1)] = p["profile"].get<std::string>();
   }
 }
 

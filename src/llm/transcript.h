@@ -49,7 +49,6 @@ struct Transcript {
   std::map<std::string, std::string> working;    // path -> blob hash
   std::vector<std::string> lessons;
   std::map<int64_t, int> attempt_of_call;        // evaluate's tool_call seq -> attempt index
-  std::map<int, std::string> profile_of;         // attempt index -> blob of its profile output
   std::map<int64_t, bool> lesson_of_call;        // record_lesson calls already logged
   int mask_before = 0;                           // tool outputs of turns before this are stubs
   int drop_before = 0;                           // turns before this are out of the window

@@ -9,6 +9,7 @@
 
 #include "eval/cascade.h"
 #include "eval/workspace.h"
+#include "llm/agent_config.h"
 #include "run/lab.h"
 #include "search/space.h"
 #include "store/event_store.h"
@@ -86,6 +87,7 @@ class Runner : public Lab {
     auto events = store_->read();
     if (!events) return Error{events.error()};
     state_ = fold(*events);
+    hidden_env_ = llm::secret_env(state_.config.value("proposer_config", json::object()));
     return ok_status();
   }
 
@@ -235,7 +237,8 @@ class Runner : public Lab {
       CascadeContext ctx{ws, opened.seed, options_.cancel,
                          [&](const Step& step, const ProcessResult& pr) {
                            steps.emplace_back(step, pr);
-                         }};
+                         },
+                         hidden_env_};
       r = run_cascade(task_, c, ctx);
     }
     std::error_code ec;
@@ -272,7 +275,7 @@ class Runner : public Lab {
     if (!make_workspace(task_, candidate_of(a), ws, dir_)) return std::nullopt;
     const Step* build = task_.step("build");
     if (!build) return ws;
-    CascadeContext ctx{ws, seed, options_.cancel, {}};
+    CascadeContext ctx{ws, seed, options_.cancel, {}, hidden_env_};
     ProcessResult r = run_step(task_, *build, a.params, ctx);
     if (r.end == ProcessResult::End::cancelled) throw Interrupted{};
     {
@@ -285,7 +288,7 @@ class Runner : public Lab {
 
   std::optional<double> bench_once(int index, const fs::path& ws, uint64_t seed, int64_t intent) {
     const Attempt& a = state_.ledger[size_t(index)];
-    CascadeContext ctx{ws, seed, options_.cancel, {}};
+    CascadeContext ctx{ws, seed, options_.cancel, {}, hidden_env_};
     ProcessResult r = run_step(task_, *task_.step("bench"), a.params, ctx);
     if (r.end == ProcessResult::End::cancelled) throw Interrupted{};
     {
@@ -434,6 +437,7 @@ class Runner : public Lab {
   fs::path dir_;
   RunOptions options_;
   RunState state_;
+  std::vector<std::string> hidden_env_;  // kept from every step (the LLM's API key variable)
 };
 
 }  // namespace

@@ -68,6 +68,7 @@ void RunState::apply(const Event& e) {
     if (p.contains("metric") && p["metric"].is_number()) a->metric = p["metric"].get<double>();
     a->spread = p.value("spread", 0.0);
     a->metrics = p.value("metrics", nlohmann::json::object());
+    if (p.contains("profile") && p["profile"].is_string()) a->profile = p["profile"].get<std::string>();
     a->duplicate_of = p.value("duplicate_of", -1);
     if (a->duplicate_of >= 0) return;
     by_candidate.emplace(a->candidate, a->index);

@@ -30,6 +30,7 @@ struct Attempt {
   std::optional<double> metric;               // the goal metric of the first measurement
   double spread = 0;
   nlohmann::json metrics = nlohmann::json::object();
+  std::string profile;                        // blob hash of the profile step's output; "" if none
   int duplicate_of = -1;                      // an earlier attempt with the same candidate
   int64_t open_intent = 0;                    // eval_started with no result yet
   bool verdict_pending = false;               // ok, but not yet judged against the best
