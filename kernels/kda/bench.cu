@@ -3,7 +3,8 @@
 // sigmoid of beta in the kernel, fp32 initial and final state, bf16 q/k/v/g/beta/o, K = V = 128.
 // Random inputs (never zeros), warm-up, then the median of --iters CUDA-event timings of one kda_fwd
 // each, L2 flushed before every timed call by writing a 256 MB buffer, no host sync inside the loop.
-// Also times each stage alone (prepare; scan over the workspace the last call left).
+// Times the fused kernel with one and with two CTAs a head and the two-stage pipeline, each in the
+// same run on the same inputs; kda_fwd's pick (AutoVariant) is marked *.
 // Bytes: compulsory traffic = q, k, v, g, beta read + o written (bf16) + h0 read + hT written (fp32);
 // floor = bytes / 4.3 TB/s (the device-to-device copy ceiling measured on this H200, anchors.md).
 //
@@ -56,7 +57,12 @@ struct Shape {
 
 struct Row {
   std::string name;
-  double ms, ms_prep, ms_scan, bytes;
+  double ms1, ms2, ms_two, bytes;
+  longhaul::kda::Variant chosen;  // what kda_fwd picks (AutoVariant)
+  double Chosen() const {
+    using longhaul::kda::Variant;
+    return chosen == Variant::kTwoStage ? ms_two : chosen == Variant::kFused2 ? ms2 : ms1;
+  }
 };
 
 static double Median(std::vector<float> x) {
@@ -138,9 +144,10 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&ws, ws_bytes));
     p.workspace = ws, p.workspace_bytes = ws_bytes;
 
-    auto time_stages = [&](int stages) {
+    using longhaul::kda::Variant;
+    auto time_variant = [&](Variant variant) {
       for (int i = 0; i < 3; ++i)
-        if (longhaul::kda::FwdStages(&p, st, stages) != KDA_OK) {
+        if (longhaul::kda::FwdVariant(&p, st, variant) != KDA_OK) {
           std::fprintf(stderr, "kda_fwd: %s\n", kda_last_error());
           std::exit(2);
         }
@@ -149,7 +156,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < iters; ++i) {
         CK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, st));
         CK(cudaEventRecord(ev[2 * i], st));
-        longhaul::kda::FwdStages(&p, st, stages);
+        longhaul::kda::FwdVariant(&p, st, variant);
         CK(cudaEventRecord(ev[2 * i + 1], st));
       }
       CK(cudaStreamSynchronize(st));
@@ -161,18 +168,40 @@ int main(int argc, char** argv) {
     };
     Row r;
     r.name = sh.name;
-    r.ms = time_stages(3);
-    r.ms_prep = time_stages(1);
-    r.ms_scan = time_stages(2);
+    r.ms_two = time_variant(Variant::kTwoStage);
+    r.ms1 = time_variant(Variant::kFused1);
+    r.ms2 = time_variant(Variant::kFused2);
+    r.chosen = longhaul::kda::AutoVariant(N, sh.H, prop.multiProcessorCount);
     r.bytes = double(NK) * 2 * 3 /*q k g*/ + double(NV) * 2 * 2 /*v o*/ + double(BT) * sh.H * 2 /*beta*/ +
               double(NS) * 4 * 2 /*h0 hT*/;
-    std::printf("%-26s %.3f ms (prepare %.3f, scan %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
-                r.name.c_str(), r.ms, r.ms_prep, r.ms_scan, r.bytes / r.ms / 1e9,
-                r.bytes / (kCeilingTBs * 1e9), r.ms / (r.bytes / (kCeilingTBs * 1e9)));
+    const double ms = r.Chosen();
+    std::printf("%-26s kda_fwd %.3f ms (fused, 1 CTA a head %.3f, 2: %.3f; two-stage %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
+                r.name.c_str(), ms, r.ms1, r.ms2, r.ms_two, r.bytes / ms / 1e9,
+                r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
     std::fflush(stdout);
     table.push_back(r);
+    // KDA_PROFILE=1: the fused kernel's clocks per chunk and phase (thread 0 of each CTA; one extra,
+    // untimed launch of each variant).
+    if (getenv("KDA_PROFILE")) {
+      unsigned long long* prof;
+      CK(cudaMalloc(&prof, 7 * 8));
+      for (Variant var : {Variant::kFused1, Variant::kFused2}) {
+        CK(cudaMemset(prof, 0, 7 * 8));
+        longhaul::kda::SetProfileBuffer(prof);
+        if (longhaul::kda::FwdVariant(&p, st, var) != KDA_OK) std::exit(2);
+        longhaul::kda::SetProfileBuffer(nullptr);
+        unsigned long long hp[7];
+        CK(cudaMemcpy(hp, prof, sizeof hp, cudaMemcpyDeviceToHost));
+        const double nc = double(hp[6]);
+        std::printf("  profile %s, cycles a chunk: wait %.0f  P1 %.0f  P2 %.0f  P3 %.0f  P4 %.0f  scan %.0f\n",
+                    var == Variant::kFused1 ? "1 CTA a head " : "2 CTAs a head", hp[0] / nc, hp[1] / nc,
+                    hp[2] / nc, hp[3] / nc, hp[4] / nc, hp[5] / nc);
+      }
+      CK(cudaFree(prof));
+    }
     // BENCH_DUMP=dir: the first shape's inputs and our outputs as raw files (for the FLA comparison).
     if (const char* dir = getenv("BENCH_DUMP"); dir && si == 0) {
+      if (kda_fwd(&p, st) != KDA_OK) std::exit(2);
       CK(cudaDeviceSynchronize());
       auto dump = [&](const char* name, const void* dptr, size_t bytes) {
         std::vector<char> hbuf(bytes);
@@ -191,11 +220,15 @@ int main(int argc, char** argv) {
                       (void*)dt_bias, (void*)h0, (void*)hT, (void*)dcu, ws})
       if (ptr) CK(cudaFree(ptr));
   }
-  std::printf("\n| shape | ms | prepare ms | scan ms | compulsory MB | TB/s | floor ms | x floor |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
-  for (const Row& r : table)
-    std::printf("| %s | %.3f | %.3f | %.3f | %.0f | %.2f | %.3f | %.2f |\n", r.name.c_str(), r.ms,
-                r.ms_prep, r.ms_scan, r.bytes / 1e6, r.bytes / r.ms / 1e9, r.bytes / (kCeilingTBs * 1e9),
-                r.ms / (r.bytes / (kCeilingTBs * 1e9)));
+  std::printf("\n| shape | kda_fwd ms | fused, 1 CTA a head | fused, 2 CTAs a head | two-stage | compulsory MB | TB/s | floor ms | x floor |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  using longhaul::kda::Variant;
+  for (const Row& r : table) {
+    const double ms = r.Chosen();
+    auto mark = [&](Variant v) { return r.chosen == v ? "*" : ""; };
+    std::printf("| %s | %.3f | %.3f%s | %.3f%s | %.3f%s | %.0f | %.2f | %.3f | %.2f |\n", r.name.c_str(), ms, r.ms1,
+                mark(Variant::kFused1), r.ms2, mark(Variant::kFused2), r.ms_two, mark(Variant::kTwoStage),
+                r.bytes / 1e6, r.bytes / ms / 1e9, r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
+  }
   return 0;
 }

@@ -10,7 +10,7 @@ OUT="${BUILD_GPU_DIR:-$ROOT/build_gpu}"
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 SRC="$ROOT/kernels/kda"
 mkdir -p "$OUT"
-CU="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I$ROOT/kernels -Xcompiler=-fPIC,-Wall"
+CU="-std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I$ROOT/kernels -Xcompiler=-fPIC,-Wall ${NVCC_EXTRA:-}"
 CXX="${CXX:-g++} -std=c++20 -O2 -fPIC -Wall -I$ROOT/kernels"
 for f in kda_api kda_cpu chunked_reference problem reference; do
   $CXX -c "$SRC/$f.cc" -o "$OUT/$f.o" &
@@ -18,10 +18,11 @@ for f in kda_api kda_cpu chunked_reference problem reference; do
 done
 wait
 $NVCC $CU -Xptxas -v -c "$SRC/prepare.cu" -o "$OUT/prepare.o" 2> "$OUT/ptxas_prepare.txt" &
-$NVCC $CU -Xptxas -v -c "$SRC/scan.cu" -o "$OUT/scan.o" 2> "$OUT/ptxas_scan.txt"
+$NVCC $CU -Xptxas -v -c "$SRC/scan.cu" -o "$OUT/scan.o" 2> "$OUT/ptxas_scan.txt" &
+$NVCC $CU -Xptxas -v -c "$SRC/fused.cu" -o "$OUT/fused.o" 2> "$OUT/ptxas_fused.txt"
 wait
 $NVCC $CU -c "$SRC/kda_cuda.cu" -o "$OUT/kda_cuda.o"
-$NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/prepare.o" "$OUT/scan.o" "$OUT/kda_cuda.o" \
+$NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/prepare.o" "$OUT/scan.o" "$OUT/fused.o" "$OUT/kda_cuda.o" \
   "$OUT/kda_api.o" -o "$OUT/libkda_cuda.so"
 $NVCC $CU "$SRC/gpu_check.cu" "$OUT/kda_cpu.o" "$OUT/chunked_reference.o" "$OUT/problem.o" \
   "$OUT/reference.o" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &

@@ -3,9 +3,10 @@
 // kernel reads; the float64 CPU backend (kda_fwd_cpu, the chunked reference) on those very values;
 // the GPU's o and final state poisoned with NaN before the launch; FLA's metric
 // RMS(out - ref) / RMS(ref) <= 5e-3 for the output and the final state. One line per case; exit 1 on
-// any failure.
+// any failure. Each case runs every kernel kda_fwd may pick (AutoVariant): the fused kernel with
+// one and with two CTAs a head, and the two-stage pipeline.
 //
-// Usage: gpu_check [seed]
+// Usage: gpu_check [seed] [case index]
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "kda/kda.h"
 #include "kda/kda_api.h"
+#include "kda/kda_gpu.cuh"
 
 using namespace longhaul::kda;
 
@@ -156,31 +158,40 @@ static bool RunCase(const Case& c, uint64_t seed) {
   void* ws = nullptr;
   CK(cudaMalloc(&ws, std::max<size_t>(ws_bytes, 256)));
   pg.workspace = ws, pg.workspace_bytes = ws_bytes;
-  CK(cudaMemset(dout, 0xff, NV * 2));  // NaN in bf16
-  if (dhT) CK(cudaMemset(dhT, 0xff, NS * 4));  // NaN in fp32
-  CK(cudaMemset(ws, 0xff, ws_bytes));  // the workspace starts as NaN too: every read must be written
-  if (kda_status st = kda_fwd(&pg, nullptr); st != KDA_OK) {
-    std::printf("%-34s kda_fwd failed: %s: %s\n", c.name, kda_status_string(st), kda_last_error());
-    return false;
-  }
-  CK(cudaGetLastError());
-  CK(cudaDeviceSynchronize());
-  std::vector<uint16_t> o_gpu(NV);
-  std::vector<float> s_gpu(c.hT ? NS : 0);
-  CK(cudaMemcpy(o_gpu.data(), dout, NV * 2, cudaMemcpyDeviceToHost));
-  if (c.hT) CK(cudaMemcpy(s_gpu.data(), dhT, NS * 4, cudaMemcpyDeviceToHost));
+  const std::pair<const char*, longhaul::kda::Variant> variants[] = {
+      {"fused x1", longhaul::kda::Variant::kFused1},
+      {"fused x2", longhaul::kda::Variant::kFused2},
+      {"two-stage", longhaul::kda::Variant::kTwoStage}};
+  bool ok = true;
+  for (const auto& [vname, variant] : variants) {
+    CK(cudaMemset(dout, 0xff, NV * 2));  // NaN in bf16
+    if (dhT) CK(cudaMemset(dhT, 0xff, NS * 4));  // NaN in fp32
+    CK(cudaMemset(ws, 0xff, ws_bytes));  // the workspace starts as NaN too: every read must be written
+    if (kda_status st = longhaul::kda::FwdVariant(&pg, nullptr, variant); st != KDA_OK) {
+      std::printf("%-34s %-9s kda_fwd failed: %s: %s\n", c.name, vname, kda_status_string(st), kda_last_error());
+      ok = false;
+      continue;
+    }
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> o_gpu(NV);
+    std::vector<float> s_gpu(c.hT ? NS : 0);
+    CK(cudaMemcpy(o_gpu.data(), dout, NV * 2, cudaMemcpyDeviceToHost));
+    if (c.hT) CK(cudaMemcpy(s_gpu.data(), dhT, NS * 4, cudaMemcpyDeviceToHost));
 
-  std::vector<double> a(o_ref.begin(), o_ref.end()), b(NV);
-  for (size_t i = 0; i < NV; ++i) b[i] = Bf16ToFloat(o_gpu[i]);
-  const double ro = RelRms(a, b);
-  double rs = 0;
-  if (c.hT) rs = RelRms(std::vector<double>(s_ref.begin(), s_ref.end()),
-                        std::vector<double>(s_gpu.begin(), s_gpu.end()));
-  const bool ok = ro <= 5e-3 && (!c.hT || rs <= 5e-3);  // NaN fails both comparisons
-  char sbuf[32];
-  if (c.hT) std::snprintf(sbuf, sizeof sbuf, "%.3e", rs); else std::snprintf(sbuf, sizeof sbuf, "-");
-  std::printf("%-34s out %.3e  state %-9s  %s\n", c.name, ro, sbuf, ok ? "PASS" : "FAIL");
-  std::fflush(stdout);
+    std::vector<double> a(o_ref.begin(), o_ref.end()), b(NV);
+    for (size_t i = 0; i < NV; ++i) b[i] = Bf16ToFloat(o_gpu[i]);
+    const double ro = RelRms(a, b);
+    double rs = 0;
+    if (c.hT) rs = RelRms(std::vector<double>(s_ref.begin(), s_ref.end()),
+                          std::vector<double>(s_gpu.begin(), s_gpu.end()));
+    const bool pass = ro <= 5e-3 && (!c.hT || rs <= 5e-3);  // NaN fails both comparisons
+    ok = ok && pass;
+    char sbuf[32];
+    if (c.hT) std::snprintf(sbuf, sizeof sbuf, "%.3e", rs); else std::snprintf(sbuf, sizeof sbuf, "-");
+    std::printf("%-34s %-9s out %.3e  state %-9s  %s\n", c.name, vname, ro, sbuf, pass ? "PASS" : "FAIL");
+    std::fflush(stdout);
+  }
   for (void* ptr : {(void*)dq, (void*)dk, (void*)dv, dg, dbeta, (void*)dA, (void*)ddt, (void*)dh0,
                     (void*)dcu, (void*)dout, (void*)dhT, ws})
     if (ptr) CK(cudaFree(ptr));
@@ -209,7 +220,9 @@ int main(int argc, char** argv) {
       {"short T5 B2 H2 h0 hT v_first", 2, 5, 2, {}, LB, true, true, true, true, true, true, true, true, true},
   };
   int fails = 0;
-  for (size_t i = 0; i < cases.size(); ++i) fails += !RunCase(cases[i], seed * 1000003ull + i);
+  const int only = argc > 2 ? std::atoi(argv[2]) : -1;
+  for (size_t i = 0; i < cases.size(); ++i)
+    if (only < 0 || size_t(only) == i) fails += !RunCase(cases[i], seed * 1000003ull + i);
   std::printf("gpu_check: %d of %zu cases failed\n", fails, cases.size());
   return fails ? 1 : 0;
 }

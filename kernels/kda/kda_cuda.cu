@@ -1,9 +1,10 @@
 // kda/kda_cuda.cu: the C API (kda.h) on the GPU: kda_fwd_workspace_size and kda_fwd. Validates the
-// parameters (kda_api.h's CheckParams plus this backend's limits), carves the workspace, and
-// launches the two stages on the caller's stream: prepare.cu (chunk-parallel), then scan.cu.
+// parameters (kda_api.h's CheckParams plus this backend's limits) and launches fused.cu, the whole
+// forward in one kernel, or the two-stage pipeline (prepare.cu, then scan.cu over a workspace)
+// where that measured faster (AutoVariant), on the caller's stream.
 //
-// This backend: K = V = 128, chunk_size 0 or 64, bf16 or fp32 q/k/v/g/beta and output, rows of
-// q, k, v, g 16-byte aligned (strides multiples of 8 bf16 or 4 fp32 elements), no GVA.
+// This backend: K = V = 128, chunk_size 0 or 64, bf16 q/k/v, bf16 or fp32 g/beta/o, rows of q, k,
+// v, g and a bf16 o 16-byte aligned (strides multiples of 8 bf16 or 4 fp32 elements), no GVA.
 #include <cuda_runtime.h>
 
 #include <cstdlib>
@@ -31,9 +32,8 @@ std::string CheckGpu(const kda_fwd_params& p) {
   if (!aligned(p.q, p.q_stride, p.in_dtype) || !aligned(p.k, p.k_stride, p.in_dtype) ||
       !aligned(p.v, p.v_stride, p.in_dtype) || !aligned(p.g, p.g_stride, p.g_dtype))
     return "q, k, v and g rows must be 16-byte aligned";
-  if (p.o_stride[0] % 2 || p.o_stride[1] % 2 || p.o_stride[2] % 2 ||
-      reinterpret_cast<uintptr_t>(p.o) % 8)
-    return "o rows must be 8-byte aligned";
+  if (p.in_dtype != KDA_DTYPE_BF16) return "the GPU backend takes bf16 q, k and v";
+  if (!aligned(p.o, p.o_stride, p.out_dtype)) return "o rows must be 16-byte aligned";
   return "";
 }
 
@@ -51,7 +51,12 @@ extern "C" kda_status kda_fwd_workspace_size(const kda_fwd_params* p, size_t* by
 }
 
 namespace longhaul::kda {
-kda_status FwdStages(const kda_fwd_params* pp, void* stream, int stages) {
+namespace {
+unsigned long long* g_profile = nullptr;
+}  // namespace
+void SetProfileBuffer(unsigned long long* buf) { g_profile = buf; }
+
+kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   if (!pp) return SetError(KDA_ERR_INVALID, "params is NULL");
   const kda_fwd_params& p = *pp;
   if (std::string e = CheckParams(p, p.num_seqs > 0 ? p.cu_seqlens_host : nullptr); !e.empty())
@@ -87,33 +92,44 @@ kda_status FwdStages(const kda_fwd_params* pp, void* stream, int stages) {
   g.beta_sigmoid = p.flags & KDA_FLAG_BETA_SIGMOID;
   g.neg_eigval = p.flags & KDA_FLAG_ALLOW_NEG_EIGVAL;
   g.ws = gpu::CarveWorkspace(p.workspace, n_ch);
+  g.prof = g_profile;
   // Diagnostics for timing the prepare kernel's phases (results are wrong when set): bit 0 phase
   // 1b, bit 1 phase 2 (Aqk, L), bit 2 phase 3 (inverse), bit 3 phase 4 (W, U). Compiled in only with
   // -DKDA_PREP_DIAGNOSTICS, so that no environment can make a library build return wrong results.
 #ifdef KDA_PREP_DIAGNOSTICS
   if (const char* e = getenv("KDA_PREP_SKIP")) g.skip = atoi(e);
 #endif
-  // Kernel variants for side-by-side timing (each passes gpu_check): KDA_VARIANT=1 selects the first
-  // prepare kernel (512 threads, one block per SM) instead of the default PrepareKernel2.
-  static const int variant = getenv("KDA_VARIANT") ? atoi(getenv("KDA_VARIANT")) : 0;
-  g.variant = variant;
-
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (g.N == 0) {
     ClearError();
     return KDA_OK;
   }
-  if (stages & 1)
+  if (variant == Variant::kAuto) {
+    static const int sms = [] {
+      int dev = 0, n = 0;
+      return cudaGetDevice(&dev) == cudaSuccess &&
+                     cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess
+                 ? n
+                 : 0;
+    }();
+    variant = AutoVariant(g.N, g.H, sms);
+  }
+  if (variant == Variant::kTwoStage) {
     if (cudaError_t e = gpu::LaunchPrepare(g, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("prepare: ") + cudaGetErrorString(e));
-  if (stages & 2)
     if (cudaError_t e = gpu::LaunchScan(g, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("scan: ") + cudaGetErrorString(e));
+    ClearError();
+    return KDA_OK;
+  }
+  const int slices = variant == Variant::kFused2 ? 2 : 1;
+  if (cudaError_t e = gpu::LaunchFused(g, slices, s); e != cudaSuccess)
+    return SetError(KDA_ERR_CUDA, std::string("fused: ") + cudaGetErrorString(e));
   ClearError();
   return KDA_OK;
 }
 }  // namespace longhaul::kda
 
 extern "C" kda_status kda_fwd(const kda_fwd_params* p, void* stream) {
-  return longhaul::kda::FwdStages(p, stream, 3);
+  return longhaul::kda::FwdVariant(p, stream, longhaul::kda::Variant::kAuto);
 }

@@ -23,9 +23,20 @@
 #include <cstdint>
 
 namespace longhaul::kda {
-// kda_fwd with a choice of stages (bit 0: prepare, bit 1: scan), for the bench's per-stage timings;
-// the scan alone reads the workspace a previous call left. kda_fwd is FwdStages(p, stream, 3).
-kda_status FwdStages(const kda_fwd_params* p, void* stream, int stages);
+// kda_fwd with a choice of kernels, for side-by-side timing: the fused kernel with the V columns of a
+// head in one CTA or two, or as kda_fwd chooses (kAuto); or the two-stage pipeline.
+enum class Variant { kAuto, kFused1, kFused2, kTwoStage };
+kda_status FwdVariant(const kda_fwd_params* p, void* stream, Variant variant);
+// kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md):
+// where N*H leaves half the SMs idle (B1 T8192 H64: 64 heads), the chunk-parallel prepare kernel plus
+// the scan beat the fused kernel (1.69 ms against 1.88 with two CTAs a head, 2.12 with one); where
+// N*H fills them (H96, B8 H16, varlen H96), the fused kernel with one CTA a head wins by 18-33%.
+inline Variant AutoVariant(int N, int H, int sms) {
+  return int64_t(N) * H * 2 <= sms ? Variant::kTwoStage : Variant::kFused1;
+}
+// Diagnostics: the fused kernel adds its per-phase clocks ([0..5], fused.cu) and its chunk count ([6])
+// into buf (device memory, 7 counters) on every launch while buf is set; null turns it off.
+void SetProfileBuffer(unsigned long long* buf);
 }  // namespace longhaul::kda
 
 namespace longhaul::kda::gpu {
@@ -84,6 +95,7 @@ struct Params {
   Workspace ws;
   int skip;              // diagnostics only (env KDA_PREP_SKIP): prepare phases to leave out
   int variant;           // kernel variant (env KDA_VARIANT, bench/check only): bit 0 = first prepare
+  unsigned long long* prof;  // fused.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
 
 // Token range [bos, eos) of sequence n, the batch row it lives in, and its first global chunk.
@@ -109,6 +121,8 @@ __device__ inline SeqInfo GetSeq(const Params& p, int n) {
 // Launchers (prepare.cu, scan.cu); they return cudaGetLastError() of their launch.
 cudaError_t LaunchPrepare(const Params& p, cudaStream_t stream);
 cudaError_t LaunchScan(const Params& p, cudaStream_t stream);
+// fused.cu: the whole forward in one kernel, with the V columns in `slices` (1 or 2) CTAs a head.
+cudaError_t LaunchFused(const Params& p, int slices, cudaStream_t stream);
 
 // ---- warp-level primitives --------------------------------------------------------------------
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {

@@ -1,0 +1,82 @@
+"""Our KDA forward (the Python module over libkda_cuda.so) and FLA's chunk_kda side by side, in one
+process, on the same inputs and the same GPU: gate activated in the kernel (lower_bound -5 sigmoid
+with A_log and dt_bias), l2 norm of q and k and sigmoid of beta in the kernel, fp32 initial and final
+state, bf16 q, k, v, g, beta and o, K = V = 128 (bench.cu's configuration). Each call is timed alone
+with CUDA events after a 256 MB write that flushes L2; median of ITERS after warm-up (FLA's first
+call compiles and autotunes). Also prints RMS(ours - FLA) / RMS(FLA) for o and the final state.
+
+Usage (on the H200, repo root; FLA's source in .fla):
+  PYTHONPATH=python:.fla FLA_FLASH_KDA=0 python3 kernels/kda/fla_bench.py [SHAPES=0123] [ITERS=30]
+SHAPES: the indices of the shapes below to run (FLA's autotune costs ~90 s a shape).
+"""
+import sys
+
+import torch
+from fla.ops.kda import chunk_kda as fla_chunk_kda
+
+from longhaul_kernels import chunk_kda
+
+SHAPES = [("B1 T8192 H64", 1, 8192, 64, None), ("B1 T8192 H96", 1, 8192, 96, None),
+          ("B8 T8192 H16", 8, 8192, 16, None),
+          ("varlen 6 seqs T8192 H96", 1, 8192, 96, [1300, 547, 2048, 963, 271, 3063])]
+
+
+def timed(fn, flush, iters):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        flush.fill_(i & 0xFF)
+        start[i].record()
+        fn()
+        end[i].record()
+    torch.cuda.synchronize()
+    return sorted(s.elapsed_time(e) for s, e in zip(start, end))[iters // 2]
+
+
+def rel(a, b):
+    return ((a.double() - b.double()).norm() / b.double().norm()).item()
+
+
+def main():
+    picked = [SHAPES[int(c)] for c in (sys.argv[1] if len(sys.argv) > 1 else "0123")]
+    iters = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    dev = "cuda"
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    print(f"{torch.cuda.get_device_name()}: ours vs FLA chunk_kda (Triton), median of {iters}, L2 flushed", flush=True)
+    rows = []
+    for name, B, T, H, lens in picked:
+        K = V = 128
+        q, k, g = (torch.randn(B, T, H, K, device=dev, dtype=torch.bfloat16) for _ in range(3))
+        v = torch.randn(B, T, H, V, device=dev, dtype=torch.bfloat16)
+        beta = torch.randn(B, T, H, device=dev, dtype=torch.bfloat16)
+        A_log = 0.5 + 0.3 * torch.randn(H, device=dev)
+        dt_bias = 0.5 + 0.3 * torch.randn(H, K, device=dev)
+        cu = None
+        N = B
+        if lens:
+            cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int64, device=dev)
+            N = len(lens)
+        h0 = 0.1 * torch.randn(N, H, K, V, device=dev)
+        common = dict(scale=K ** -0.5, initial_state=h0, output_final_state=True, cu_seqlens=cu,
+                      use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True, A_log=A_log,
+                      dt_bias=dt_bias, lower_bound=-5.0)
+        ours = lambda: chunk_kda(q, k, v, g, beta, gate="lower_bound", **common)
+        fla = lambda: fla_chunk_kda(q=q, k=k, v=v, g=g, beta=beta, use_gate_in_kernel=True, safe_gate=True, **common)
+        o1, s1 = ours()
+        o2, s2 = fla()
+        t_fla = timed(fla, flush, iters)
+        t_ours = timed(ours, flush, iters)
+        rows.append((name, t_ours, t_fla, rel(o1, o2), rel(s1, s2)))
+        print(f"{name}: ours {t_ours:.3f} ms, FLA {t_fla:.3f} ms, FLA/ours {t_fla / t_ours:.2f}x, "
+              f"o vs FLA {rows[-1][3]:.2e}, state vs FLA {rows[-1][4]:.2e}", flush=True)
+    print("\n| shape | ours ms | FLA chunk_kda ms | FLA / ours | o rel. RMS vs FLA | state rel. RMS vs FLA |")
+    print("|---|---|---|---|---|---|")
+    for name, a, b, eo, es in rows:
+        print(f"| {name} | {a:.3f} | {b:.3f} | {b / a:.2f}x | {eo:.2e} | {es:.2e} |")
+
+
+if __name__ == "__main__":
+    main()

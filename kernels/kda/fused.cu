@@ -1,0 +1,794 @@
+// kda/fused.cu: the KDA forward in one kernel. One CTA per (sequence, head, slice of BV value
+// columns) walks its sequence chunk after chunk; for each 64-token chunk it first prepares the
+// chunk's matrices in shared memory (what prepare.cu wrote to a workspace), then advances the
+// state (what scan.cu did). Nothing goes through global memory but the inputs, o and the states.
+//
+// Why one kernel: the two-stage design moves 74 KB of workspace per (chunk, head) out and back in,
+// ~0.6 GB at B1 T8192 H64, which alone costs more than the inputs (0.7 GB); fused, the floor is the
+// inputs' 0.16 ms. The preparation is duplicated across the V slices of a head (NV = 2 only when
+// that is what fills the SMs), so NV = 1 wherever N*H already fills the GPU.
+//
+// Tiles and why:
+//   - 256 threads (8 warps), one CTA per SM (~216 KB of shared memory, BV = 128), up to 255
+//     registers a thread: the scan keeps a 16 x 128 fp32 slice of the state per warp (64 registers).
+//   - The scan is TRANSPOSED so that every warp owns 16 rows v of S^T [V][K] and needs no other
+//     warp: V_new^T = U^T - S^T W^T, O^T = S^T Qg^T + V_new^T Aqk^T, S^T = S^T Diag(gamma) +
+//     V_new^T Kg. S^T is the A operand of the first two products straight from its accumulator
+//     registers, V_new^T the A operand of the last two, both bf16 as FLA's h and v_new (splitting
+//     the state into bf16 hi + lo cost 20% of the scan and moved no check's error by more than 2%);
+//     the state accumulates in fp32. W, Qg, Aqk and Kg are read by ldmatrix from shared memory.
+//   - Aqk and L (the 10 lower 16x16 tiles): tf32 mma.sync (FLA uses tf32 here), the decay factored
+//     per tile with the row block's first row as anchor a:  2^{G_i-G_j} = 2^{G_i-a} 2^{a-G_j}.
+//     Off-diagonal tiles: both factors <= 1, and each covers a sub-range of (j, i], so a factor
+//     underflows only when the true product is smaller still. Diagonal tiles: the second factor is
+//     >= 1 and at most 2^{span}, span = max_d (G_a - G_{a+15}); a tile whose span passes 100
+//     (an unbounded gate: the first factor would leave fp32's normal range) is computed exactly
+//     instead, one exp2 per term.
+//     The sum over d is order-free, so MMA k-index t maps to d = 4t (t+4 to 4t+1) and the second
+//     MMA of a 16-wide step to 4t+2, 4t+3: each lane reads four consecutive d with one vector load.
+//   - (I + L)^{-1}: 16x16 diagonal blocks by forward substitution (fp32), then the 32x32 block
+//     formula in three stages of 16x16 tf32 products. L lives in the lower triangle of one fp32
+//     [64][65] buffer and the inverse, transposed, in its upper triangle.
+//   - W = Akk diag(beta) (K Gamma) and U^T = V^T (Akk diag(beta))^T: bf16 MMAs, Akk diag(beta)
+//     split hi + lo.
+//   - Inputs arrive by cp.async, zero-filled past the sequence: q, k of chunk c+1 as soon as chunk
+//     c's Qg and Kg are built, g and v as soon as W and U are.
+//
+// Math per chunk (log2 units, G_i[d] = sum_{s<=i} log2(e) g_s[d], restarting at each chunk):
+//   Aqk[i,j] = scale sum_d q_i k_j 2^{G_i-G_j} (j <= i);  L[i,j] = beta_i sum_d k_i k_j 2^{G_i-G_j}
+//   (j < i);  Akk = (I+L)^{-1};  W = Akk diag(beta) (K 2^G);  U = Akk diag(beta) V;
+//   Qg = scale Q 2^G;  Kg = K 2^{G_last-G};  gamma = 2^{G_last};
+//   V_new = U - W S;  O = Qg S + Aqk V_new;  S = Diag(gamma) S + Kg^T V_new.
+#include "kda/kda.h"
+#include "kda/kda_gpu.cuh"
+
+namespace longhaul::kda::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kLdQK = 144;  // bf16 q, k rows: 72 words, four rows fill the 32 banks (8-byte reads)
+constexpr int kLdG = 144;   // fp32 G rows: 144 words, two rows fill the banks (16-byte reads)
+constexpr int kLdB = 136;   // bf16 [64][128] operands read by ldmatrix (272 B rows)
+constexpr int kLd64 = 72;   // bf16 [.][64] operands read by ldmatrix (144 B rows)
+constexpr int kLdLA = 65;   // fp32 L (lower) / Akk^T (upper)
+constexpr int kLdOt = 24;   // bf16 per-warp [64 tokens][16 v] output transposition
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kExactSpan = 110.f;  // lower_bound >= -5 spans at most 15 x 7.21 = 108.2
+
+template <int BV>
+struct Layout {
+  static constexpr int kLdV = BV + 8;
+  static constexpr int kQ = 0;                          // q [64][144] bf16 (l2-normalised in place)
+  static constexpr int kK = kQ + kC * kLdQK * 2;        // k
+  static constexpr int kG = kK + kC * kLdQK * 2;        // G fp32 [64][144]; then Ab hi, lo
+                                                        // [64][72]; then Ot
+  static constexpr int kGraw = kG + kC * kLdG * 4;      // raw g [64][128] (bf16 or fp32); then
+                                                        // K 2^G bf16 [64][136] and X
+  static constexpr int kV = kGraw + kC * 128 * 4;       // v slice [64][BV+8] bf16
+  static constexpr int kBeta = kV + kC * kLdV * 2;      // fp32 [64]
+  static constexpr int kLA = kBeta + kC * 4;            // fp32 [64][65]
+  static constexpr int kQg = kLA + kC * kLdLA * 4;      // the scan's operands from here on
+  static constexpr int kKg = kQg + kC * kLdB * 2;
+  static constexpr int kW = kKg + kC * kLdB * 2;
+  static constexpr int kAqk = kW + kC * kLdB * 2;       // [64][72]
+  static constexpr int kUt = kAqk + kC * kLd64 * 2;     // U^T [BV][72]
+  static constexpr int kGam = kUt + BV * kLd64 * 2;     // fp32 [128]
+  static constexpr int kBytes = kGam + 128 * 4;
+  static constexpr int kX = kGraw + kC * kLdB * 2;      // the inverse's scratch [6][16][17] fp32
+  static_assert(kBytes <= 232448, "over the sm_90 opt-in shared memory");
+  static_assert((kK | kG | kGraw | kV | kBeta | kLA | kQg | kKg | kW | kAqk | kUt | kGam) % 16 == 0,
+                "every region 16-byte aligned (cp.async, ldmatrix, vector loads)");
+  static_assert(2 * kC * kLd64 * 2 <= kC * kLdG * 4, "Ab must fit in G");
+  static_assert(kC * kLdB * 2 + 6 * 16 * 17 * 4 <= kC * 128 * 4, "K 2^G and X must fit in raw g");
+  static_assert(8 * kC * kLdOt * 2 <= kC * kLdG * 4, "Ot must fit in G");
+  };
+
+__device__ __forceinline__ void CpAsync16Z(void* smem, const void* gmem, bool in) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddr(smem)), "l"(gmem),
+               "r"(in ? 16 : 0));
+}
+__device__ __forceinline__ uint32_t Tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+// D[16x8] += A[16x8] B[8x8], tf32: a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4); b0 (k t, n g),
+// b1 (k t+4, n g); d as for bf16.
+__device__ __forceinline__ void MmaTf32(float* d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                        uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// B fragments of two n-tiles (n0, n0+8) over k0..k0+15 from a row-major [n][k] bf16 matrix:
+// b[0], b[1] for n-tile n0; b[2], b[3] for n0+8.
+__device__ __forceinline__ void LoadBNK(uint32_t* b, const __nv_bfloat16* base, int ld, int n0, int k0,
+                                        int lane) {
+  const int mi = lane >> 3;
+  Ldsm4(b, base + (n0 + 8 * (mi >> 1) + (lane & 7)) * ld + k0 + 8 * (mi & 1));
+}
+// A fragment of the 16x16 tile (m0, k0) of A where A^T is stored row-major [k][m].
+__device__ __forceinline__ void LoadAT(uint32_t* a, const __nv_bfloat16* base, int ld, int m0, int k0,
+                                       int lane) {
+  const int mi = lane >> 3;
+  Ldsm4T(a, base + (k0 + 8 * (mi >> 1) + (lane & 7)) * ld + m0 + 8 * (mi & 1));
+}
+__device__ __forceinline__ float4 Bf16x4(uint2 u) {
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ void Unpack8(uint4 u, float* x) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+    x[2 * i] = f.x, x[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ uint4 Pack8(const float* x) {
+  return make_uint4(PackBf16(x[0], x[1]), PackBf16(x[2], x[3]), PackBf16(x[4], x[5]), PackBf16(x[6], x[7]));
+}
+// 2^x in one MUFU op (relative error ~2^-22; results below 2^-126 flush to 0, which only ever
+// happens to factors whose true product is smaller still).
+__device__ __forceinline__ float Ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float Sigmoid(float x) { return __fdividef(1.f, 1.f + __expf(-x)); }
+__device__ __forceinline__ float Softplus(float x) {
+  return x > 20.f ? x : (x < -15.f ? __expf(x) : __logf(1.f + __expf(x)));
+}
+
+// ---- P2: the lower 16x16 tiles of Aqk and L ------------------------------------------------------
+// Warp w builds tiles (r, c0 .. c0+nc-1) of row block r (one or two), both Aqk and L. Rows
+// i = 16r + g (+8) and columns j = 16c + 8nt + g of the tile, as the MMA fragments lay them out.
+struct TileJob {
+  int r, c0, nc;
+};
+__device__ __forceinline__ TileJob JobOf(int warp) {
+  switch (warp) {  // 10 tiles over 8 warps, a warp's tiles in one row block (they share the A side)
+    case 0: return {0, 0, 1};
+    case 2: return {1, 0, 1};
+    case 3: return {1, 1, 1};
+    case 4: return {2, 0, 2};
+    case 5: return {2, 2, 1};
+    case 6: return {3, 0, 2};
+    case 7: return {3, 2, 2};
+    default: return {0, 0, 0};
+  }
+}
+
+// Tiles (r, c0 .. c0+NF-1), factored with anchor a = 16 r (see the file comment).
+template <int BV, int NF>
+__device__ __forceinline__ void FactoredTiles(unsigned char* smem, int r, int c0, int lane, float scale) {
+  using Ly = Layout<BV>;
+  const auto* sQ = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kQ);
+  const auto* sK = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kK);
+  const float* sG = reinterpret_cast<const float*>(smem + Ly::kG);
+  const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
+  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
+  const int g = lane >> 2, t = lane & 3, a = 16 * r;
+  float aq[NF][2][4] = {}, ak[NF][2][4] = {};  // [tile][n-tile][fragment]
+#pragma unroll 2
+  for (int s = 0; s < 8; ++s) {
+    const int d = 16 * s + 4 * t;
+    const float4 ga = *reinterpret_cast<const float4*>(sG + a * kLdG + d);
+    uint32_t qt[2][4], kt[2][4];  // A side, rows g and g+8, tf32
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = a + g + 8 * h;
+      const float4 gi = *reinterpret_cast<const float4*>(sG + i * kLdG + d);
+      const float4 q4 = Bf16x4(*reinterpret_cast<const uint2*>(sQ + i * kLdQK + d));
+      const float4 k4 = Bf16x4(*reinterpret_cast<const uint2*>(sK + i * kLdQK + d));
+      const float f[4] = {Ex2(gi.x - ga.x), Ex2(gi.y - ga.y), Ex2(gi.z - ga.z), Ex2(gi.w - ga.w)};
+      qt[h][0] = Tf32(q4.x * f[0]), qt[h][1] = Tf32(q4.y * f[1]), qt[h][2] = Tf32(q4.z * f[2]), qt[h][3] = Tf32(q4.w * f[3]);
+      kt[h][0] = Tf32(k4.x * f[0]), kt[h][1] = Tf32(k4.y * f[1]), kt[h][2] = Tf32(k4.z * f[2]), kt[h][3] = Tf32(k4.w * f[3]);
+    }
+#pragma unroll
+    for (int x = 0; x < NF; ++x)
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const int j = 16 * (c0 + x) + 8 * nt + g;
+        const float4 gj = *reinterpret_cast<const float4*>(sG + j * kLdG + d);
+        const float4 k4 = Bf16x4(*reinterpret_cast<const uint2*>(sK + j * kLdQK + d));
+        const uint32_t b0 = Tf32(k4.x * Ex2(ga.x - gj.x)), b1 = Tf32(k4.y * Ex2(ga.y - gj.y));
+        const uint32_t b2 = Tf32(k4.z * Ex2(ga.z - gj.z)), b3 = Tf32(k4.w * Ex2(ga.w - gj.w));
+        // k-index t <-> d, t+4 <-> d+1 (first MMA); t <-> d+2, t+4 <-> d+3 (second)
+        MmaTf32(aq[x][nt], qt[0][0], qt[1][0], qt[0][1], qt[1][1], b0, b1);
+        MmaTf32(aq[x][nt], qt[0][2], qt[1][2], qt[0][3], qt[1][3], b2, b3);
+        MmaTf32(ak[x][nt], kt[0][0], kt[1][0], kt[0][1], kt[1][1], b0, b1);
+        MmaTf32(ak[x][nt], kt[0][2], kt[1][2], kt[0][3], kt[1][3], b2, b3);
+      }
+  }
+#pragma unroll
+  for (int x = 0; x < NF; ++x) {
+    const int c = c0 + x;
+    const bool diag = c == r;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = a + g + 8 * h, j = 16 * c + 8 * nt + 2 * t;
+        float q0 = scale * aq[x][nt][2 * h], q1 = scale * aq[x][nt][2 * h + 1];
+        const float bi = sBeta[i];
+        const float l0 = bi * ak[x][nt][2 * h], l1 = bi * ak[x][nt][2 * h + 1];
+        if (diag) {  // select, never multiply: the masked half may be huge
+          q0 = j <= i ? q0 : 0.f, q1 = j + 1 <= i ? q1 : 0.f;
+        }
+        *reinterpret_cast<uint32_t*>(sAqk + i * kLd64 + j) = PackBf16(q0, q1);
+        if (!diag || j < i) sLA[i * kLdLA + j] = l0;
+        if (!diag || j + 1 < i) sLA[i * kLdLA + j + 1] = l1;
+      }
+  }
+}
+
+template <int BV>
+__device__ void BuildTiles(unsigned char* smem, int warp, int lane, float scale) {
+  using Ly = Layout<BV>;
+  const TileJob job = JobOf(warp);
+  if (job.nc == 0) return;
+  const auto* sQ = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kQ);
+  const auto* sK = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kK);
+  const float* sG = reinterpret_cast<const float*>(smem + Ly::kG);
+  const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
+  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
+  const int r = job.r, a = 16 * r;
+  const bool has_diag = job.c0 + job.nc - 1 == r;
+  bool exact = false;
+  if (has_diag) {
+    float span = 0.f;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) span = fmaxf(span, sG[a * kLdG + 4 * lane + e] - sG[(a + 15) * kLdG + 4 * lane + e]);
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
+    exact = span > kExactSpan;
+  }
+  const int nf = job.nc - (exact ? 1 : 0);  // factored tiles: c0 .. c0 + nf - 1
+  if (nf == 2) FactoredTiles<BV, 2>(smem, r, job.c0, lane, scale);
+  if (nf == 1) FactoredTiles<BV, 1>(smem, r, job.c0, lane, scale);
+  if (exact) {  // the diagonal tile (r, r), one exact exp2 per term (each factor <= 1)
+    for (int pi = lane; pi < 256; pi += 32) {
+      const int i = a + (pi >> 4), j = a + (pi & 15);
+      float sqk = 0.f, skk = 0.f;
+      if (j <= i) {
+        for (int d = 0; d < 128; ++d) {
+          const float kj = __bfloat162float(sK[j * kLdQK + d]) * Ex2(sG[i * kLdG + d] - sG[j * kLdG + d]);
+          sqk += __bfloat162float(sQ[i * kLdQK + d]) * kj;
+          skk += __bfloat162float(sK[i * kLdQK + d]) * kj;
+        }
+      }
+      sAqk[i * kLd64 + j] = __float2bfloat16_rn(scale * sqk);
+      if (j < i) sLA[i * kLdLA + j] = sBeta[i] * skk;
+    }
+  }
+}
+
+// ---- P3: the inverse ----------------------------------------------------------------------------
+// L(i, j) = sLA[i][j] for i > j; Ai(i, j) = 1 on the diagonal, sLA[j][i] below it (the inverse is
+// kept transposed in the upper triangle, where L has nothing).
+__device__ __forceinline__ float AiAt(const float* sLA, int i, int j) {
+  return i == j ? 1.f : (i > j ? sLA[j * kLdLA + i] : 0.f);
+}
+// Operands of the 16x16 block products: element (i, j) of block (r, c) of L, of the inverse, or of
+// a 16x16 fp32 scratch block X ([16][17]).
+struct LBlk {
+  const float* s;
+  int r, c;
+  __device__ float operator()(int i, int j) const { return s[(16 * r + i) * kLdLA + 16 * c + j]; }
+};
+struct AiBlk {
+  const float* s;
+  int r, c;
+  __device__ float operator()(int i, int j) const { return AiAt(s, 16 * r + i, 16 * c + j); }
+};
+struct XBlk {
+  const float* x;
+  __device__ float operator()(int i, int j) const { return x[i * 17 + j]; }
+};
+// acc += A B for 16x16 blocks, tf32 m16n8k8; acc[nt] is the n-tile of columns 8 nt .. 8 nt + 7.
+template <class A, class B>
+__device__ __forceinline__ void BlockMma(float (*acc)[4], const A& a, const B& bm, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    const int k = 8 * ks + t;
+    const uint32_t a0 = Tf32(a(g, k)), a1 = Tf32(a(g + 8, k)), a2 = Tf32(a(g, k + 4)), a3 = Tf32(a(g + 8, k + 4));
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+      MmaTf32(acc[nt], a0, a1, a2, a3, Tf32(bm(k, 8 * nt + g)), Tf32(bm(k + 4, 8 * nt + g)));
+  }
+}
+__device__ __forceinline__ void StoreX(float* x, const float (*acc)[4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) x[(g + 8 * (e >> 1)) * 17 + 8 * nt + 2 * t + (e & 1)] = acc[nt][e];
+}
+// Ai block (r, c) = -acc, stored transposed.
+__device__ __forceinline__ void StoreAiBlock(float* sLA, const float (*acc)[4], int r, int c, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      sLA[(16 * c + 8 * nt + 2 * t + (e & 1)) * kLdLA + 16 * r + g + 8 * (e >> 1)] = -acc[nt][e];
+}
+
+// Akk = (I + L)^{-1}: the four 16x16 diagonal blocks by forward substitution (fp32), then the 32x32
+// block formula [[A, 0], [C, D]]^{-1} = [[A^-1, 0], [-D^-1 C A^-1, D^-1]] in three stages of 16x16
+// tf32 products (FLA's solve_tril precision), four warps, scratch blocks X in sX.
+// Barrier among the first `threads` threads (id 1; id 0 is __syncthreads).
+__device__ __forceinline__ void BarrierLow(int threads) {
+  asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
+}
+
+// Run by warps 0-3 only (their own barriers), while warps 4-7 do the elementwise work.
+template <int BV>
+__device__ void Invert(unsigned char* smem, int tid) {
+  using Ly = Layout<BV>;
+  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  float* sX = reinterpret_cast<float*>(smem + Ly::kX);  // [6][16][17]
+  const int warp = tid >> 5, lane = tid & 31;
+  if (tid < 64) {  // diagonal block b, column col: x_i = [i == col] - sum_{u<i} L_iu x_u
+    const int b = tid >> 4, col = tid & 15, o = 16 * b;
+    float x[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float acc = i == col ? 1.f : 0.f;
+#pragma unroll
+      for (int u = 0; u < i; ++u) acc -= sLA[(o + i) * kLdLA + o + u] * x[u];
+      x[i] = acc;
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      if (i > col) sLA[(o + col) * kLdLA + o + i] = x[i];
+  }
+  BarrierLow(128);
+  float* X = sX;  // X[0] = X_20, X[1] = X_21, X[2] = X_30, X[3] = X_31 (X = C A^-1); 4, 5 scratch
+  auto Xb = [&](int i) { return X + i * 16 * 17; };
+  float acc[2][4] = {};
+  if (warp < 2) {  // Ai_10 = -Ai_11 (L_10 Ai_00);  Ai_32 = -Ai_33 (L_32 Ai_22)
+    const int r = warp == 0 ? 1 : 3;
+    BlockMma(acc, LBlk{sLA, r, r - 1}, AiBlk{sLA, r - 1, r - 1}, lane);
+    StoreX(Xb(4 + warp), acc, lane);
+    __syncwarp();
+    float res[2][4] = {};
+    BlockMma(res, AiBlk{sLA, r, r}, XBlk{Xb(4 + warp)}, lane);
+    StoreAiBlock(sLA, res, r, r - 1, lane);
+  } else if (warp < 4) {  // X_21 = L_21 Ai_11;  X_31 = L_31 Ai_11
+    BlockMma(acc, LBlk{sLA, warp, 1}, AiBlk{sLA, 1, 1}, lane);
+    StoreX(Xb(warp == 2 ? 1 : 3), acc, lane);
+  }
+  BarrierLow(128);
+  if (warp < 2) {  // X_r0 = L_r0 Ai_00 + L_r1 Ai_10  (r = 2, 3)
+    const int r = 2 + warp;
+    float x0[2][4] = {};
+    BlockMma(x0, LBlk{sLA, r, 0}, AiBlk{sLA, 0, 0}, lane);
+    BlockMma(x0, LBlk{sLA, r, 1}, AiBlk{sLA, 1, 0}, lane);
+    StoreX(Xb(2 * warp), x0, lane);
+  }
+  BarrierLow(128);
+  if (warp < 4) {  // Ai_2c = -Ai_22 X_2c;  Ai_3c = -(Ai_32 X_2c + Ai_33 X_3c)  (c = 0, 1)
+    const int r = warp < 2 ? 2 : 3, c = warp & 1;
+    float res[2][4] = {};
+    BlockMma(res, AiBlk{sLA, r, 2}, XBlk{Xb(c)}, lane);
+    if (r == 3) BlockMma(res, AiBlk{sLA, 3, 3}, XBlk{Xb(2 + c)}, lane);
+    StoreAiBlock(sLA, res, r, c, lane);
+  }
+}
+
+template <int BV>
+__global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
+  using Ly = Layout<BV>;
+  constexpr int kNV = kV / BV;
+  extern __shared__ __align__(128) unsigned char smem[];
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQ);
+  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kK);
+  float* sG = reinterpret_cast<float*>(smem + Ly::kG);
+  auto* sAbh = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kG);
+  auto* sAbl = sAbh + kC * kLd64;
+  auto* sOt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kG);
+  unsigned char* sGraw = smem + Ly::kGraw;
+  auto* sKgam = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kGraw);
+  auto* sV = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kV);
+  float* sBeta = reinterpret_cast<float*>(smem + Ly::kBeta);
+  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  auto* sQg = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQg);
+  auto* sKg = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKg);
+  auto* sW = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kW);
+  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
+  auto* sUt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kUt);
+  float* sGam = reinterpret_cast<float*>(smem + Ly::kGam);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int vs = blockIdx.x % kNV, h = (blockIdx.x / kNV) % p.H, n = blockIdx.x / (kNV * p.H);
+  const int v0 = vs * BV;
+  int64_t bos = 0, len = p.T;
+  int b = n;
+  if (p.cu) bos = p.cu[n], len = p.cu[n + 1] - p.cu[n], b = 0;
+  const int nchunks = int((len + kC - 1) / kC);
+  const auto* q = static_cast<const __nv_bfloat16*>(p.q);
+  const auto* k = static_cast<const __nv_bfloat16*>(p.k);
+  const auto* v = static_cast<const __nv_bfloat16*>(p.v);
+  auto rows_of = [&](int c) { return int(len - int64_t(c) * kC < kC ? len - int64_t(c) * kC : kC); };
+
+  auto issue_qk = [&](int c) {
+    const int64_t t0 = bos + int64_t(c) * kC;
+    const int rows = rows_of(c);
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {  // 64 rows x 16 pieces of 16 B
+      const int it = tid + x * kThreads, r = it >> 4, c8 = (it & 15) * 8;
+      const bool in = r < rows;
+      const int64_t tok = t0 + (in ? r : 0);
+      CpAsync16Z(sQ + r * kLdQK + c8, q + b * p.q_st[0] + tok * p.q_st[1] + h * p.q_st[2] + c8, in);
+      CpAsync16Z(sK + r * kLdQK + c8, k + b * p.k_st[0] + tok * p.k_st[1] + h * p.k_st[2] + c8, in);
+    }
+  };
+  auto issue_gv = [&](int c) {
+    const int64_t t0 = bos + int64_t(c) * kC;
+    const int rows = rows_of(c);
+    if (p.g_bf16) {
+      const auto* gp = static_cast<const __nv_bfloat16*>(p.g);
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int it = tid + x * kThreads, r = it >> 4, c8 = (it & 15) * 8;
+        const bool in = r < rows;
+        const int64_t tok = t0 + (in ? r : 0);
+        CpAsync16Z(reinterpret_cast<__nv_bfloat16*>(sGraw) + r * 128 + c8,
+                   gp + b * p.g_st[0] + tok * p.g_st[1] + h * p.g_st[2] + c8, in);
+      }
+    } else {
+      const auto* gp = static_cast<const float*>(p.g);
+#pragma unroll
+      for (int x = 0; x < 8; ++x) {
+        const int it = tid + x * kThreads, r = it >> 5, c4 = (it & 31) * 4;
+        const bool in = r < rows;
+        const int64_t tok = t0 + (in ? r : 0);
+        CpAsync16Z(reinterpret_cast<float*>(sGraw) + r * 128 + c4,
+                   gp + b * p.g_st[0] + tok * p.g_st[1] + h * p.g_st[2] + c4, in);
+      }
+    }
+    constexpr int kPieces = BV / 8;
+#pragma unroll
+    for (int x = 0; x < kC * kPieces / kThreads; ++x) {
+      const int it = tid + x * kThreads, r = it / kPieces, c8 = (it % kPieces) * 8;
+      const bool in = r < rows;
+      const int64_t tok = t0 + (in ? r : 0);
+      CpAsync16Z(sV + r * Ly::kLdV + c8, v + b * p.v_st[0] + tok * p.v_st[1] + h * p.v_st[2] + v0 + c8, in);
+    }
+  };
+
+  // The state slice S^T [16 v][128 d] of this warp (scan warps only): st[nt] holds rows v = 16 warp
+  // + g (+8), columns d = 8 nt + 2t (+1), as mma accumulators.
+  constexpr int kScanWarps = BV / 16;
+  // Element (v, d) of the state is at state_off + v sv + d sd.
+  const size_t sv = p.v_first ? kK : 1, sd = p.v_first ? 1 : kV;
+  const size_t state_off = (size_t(n) * p.H + h) * kK * kV + (v0 + 16 * warp + g) * sv + 2 * t * sd;
+  float st[16][4];
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      st[nt][e] = p.h0 && warp < kScanWarps ? p.h0[state_off + 8 * (e >> 1) * sv + (8 * nt + (e & 1)) * sd] : 0.f;
+
+  const float a_log = p.gate != KDA_GATE_LOG_DECAY && p.A_log ? __expf(p.A_log[h]) : 1.f;
+  const float dtb = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + (tid & 127)] : 0.f;
+
+  // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
+  // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan.
+  long long prof[6] = {}, tick = clock64();
+  auto mark = [&](int phase) {
+    if (p.prof && tid == 0) {
+      const long long now = clock64();
+      prof[phase] += now - tick, tick = now;
+    }
+  };
+  // beta: one value a thread (tid < 64), loaded a chunk ahead into a register.
+  auto load_beta = [&](int c) {
+    if (tid >= rows_of(c)) return 0.f;
+    const int64_t off = b * p.beta_st[0] + (bos + int64_t(c) * kC + tid) * p.beta_st[1] + h * p.beta_st[2];
+    return p.beta_bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p.beta)[off])
+                       : static_cast<const float*>(p.beta)[off];
+  };
+  float beta_next = 0.f;
+  if (nchunks > 0) {
+    issue_qk(0);
+    issue_gv(0);
+    CpAsyncCommit();
+    if (tid < kC) beta_next = load_beta(0);
+  }
+  for (int c = 0; c < nchunks; ++c) {
+    const int64_t t0 = bos + int64_t(c) * kC;
+    const int rows = rows_of(c);
+    CpAsyncWait<0>();
+    __syncthreads();  // chunk c's inputs landed; the previous chunk's scan is done with everything
+    mark(0);
+
+    // ---- P1: gate activation and chunk-local cumsum (log2 units); beta; l2 norm of q and k ----
+    const int d1 = tid & 127, half = tid >> 7;  // channel d1, rows 32 half .. +32
+    {
+      auto cumsum = [&](auto activate) {
+        const float* gf = reinterpret_cast<const float*>(sGraw) + 32 * half * 128 + d1;
+        const __nv_bfloat16* gb = reinterpret_cast<const __nv_bfloat16*>(sGraw) + 32 * half * 128 + d1;
+        float run = 0.f;
+#pragma unroll 8
+        for (int i = 0; i < 32; ++i) {
+          const float x = p.g_bf16 ? __bfloat162float(gb[i * 128]) : gf[i * 128];
+          run += 32 * half + i < rows ? activate(x) * kLog2e : 0.f;
+          sG[(32 * half + i) * kLdG + d1] = run;  // the half's own prefix; the lower half's total is added below
+        }
+        sLA[half * 128 + d1] = run;
+      };
+      const float lb = p.lower_bound;
+      if (p.gate == KDA_GATE_LOWER_BOUND_SIGMOID) cumsum([&](float x) { return lb * Sigmoid(a_log * (x + dtb)); });
+      else if (p.gate == KDA_GATE_SOFTPLUS) cumsum([&](float x) { return -a_log * Softplus(x + dtb); });
+      else cumsum([](float x) { return x; });
+    }
+    if (tid < kC) {
+      float bt = beta_next;
+      if (p.beta_sigmoid) bt = (p.neg_eigval ? 2.f : 1.f) * Sigmoid(bt);
+      sBeta[tid] = tid < rows ? bt : 0.f;
+      if (c + 1 < nchunks) beta_next = load_beta(c + 1);  // consumed a chunk from now
+    }
+    if (p.l2norm) {  // row job: q rows 0..63, k rows 64..127; two threads a row, 64 columns each
+      const int job = tid >> 1, part = tid & 1;
+      __nv_bfloat16* row = (job < kC ? sQ : sK) + (job & 63) * kLdQK + 64 * part;
+      float ss = 0.f;
+      for (int m = 0; m < 8; ++m) {
+        float x[8];
+        Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
+      }
+      ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+      const float rn = rsqrtf(ss + 1e-6f);
+      for (int m = 0; m < 8; ++m) {
+        float x[8];
+        Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x[e] *= rn;
+        *reinterpret_cast<uint4*>(row + 8 * m) = Pack8(x);
+      }
+    }
+    __syncthreads();
+    if (half) {
+      const float off = sLA[d1];
+      for (int i = 32; i < 64; ++i) sG[i * kLdG + d1] += off;
+    }
+    __syncthreads();
+    mark(1);
+
+    // ---- P2: the Aqk and L tiles ---------------------------------------------------------------
+    BuildTiles<BV>(smem, warp, lane, p.scale);
+    __syncthreads();
+    mark(2);
+
+    // ---- P3: Akk = (I + L)^{-1} (warps 0-3) beside Qg, K 2^G, Kg and gamma (warps 4-7); then
+    //      Ab = Akk diag(beta) split into bf16 hi + lo ----------------------------------------------
+    if (warp < 4) {
+      Invert<BV>(smem, tid);
+    } else {
+      for (int j = tid - 128; j < 1024 + 16; j += 128) {
+        if (j < 1024) {
+          const int r = j >> 4, d8 = (j & 15) * 8;
+          float G8[8], L8[8], q8[8], k8[8], o1[8], o2[8], o3[8];
+          *reinterpret_cast<float4*>(G8) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8);
+          *reinterpret_cast<float4*>(G8 + 4) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8 + 4);
+          *reinterpret_cast<float4*>(L8) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8);
+          *reinterpret_cast<float4*>(L8 + 4) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8 + 4);
+          Unpack8(*reinterpret_cast<const uint4*>(sQ + r * kLdQK + d8), q8);
+          Unpack8(*reinterpret_cast<const uint4*>(sK + r * kLdQK + d8), k8);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const float e1 = Ex2(G8[e]), e2 = Ex2(L8[e] - G8[e]);  // both <= 1
+            o1[e] = p.scale * q8[e] * e1, o2[e] = k8[e] * e1, o3[e] = k8[e] * e2;
+          }
+          *reinterpret_cast<uint4*>(sQg + r * kLdB + d8) = Pack8(o1);
+          *reinterpret_cast<uint4*>(sKgam + r * kLdB + d8) = Pack8(o2);
+          *reinterpret_cast<uint4*>(sKg + r * kLdB + d8) = Pack8(o3);
+        } else {
+          const int d8 = (j - 1024) * 8;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) sGam[d8 + e] = Ex2(sG[(kC - 1) * kLdG + d8 + e]);
+        }
+      }
+    }
+    __syncthreads();
+    if (c + 1 < nchunks) issue_qk(c + 1);  // q and k are dead until the next chunk
+    CpAsyncCommit();
+    for (int pi = tid; pi < kC * kC / 2; pi += kThreads) {
+      const int i = pi >> 5, j = 2 * (pi & 31);
+      const float x0 = j <= i ? AiAt(sLA, i, j) * sBeta[j] : 0.f;
+      const float x1 = j + 1 <= i ? AiAt(sLA, i, j + 1) * sBeta[j + 1] : 0.f;
+      uint32_t hi, lo;
+      SplitBf16(x0, x1, hi, lo);
+      *reinterpret_cast<uint32_t*>(sAbh + i * kLd64 + j) = hi;
+      *reinterpret_cast<uint32_t*>(sAbl + i * kLd64 + j) = lo;
+    }
+    __syncthreads();
+    mark(3);
+
+    // ---- P4: W = Ab (K 2^G) [64][128];  U^T = V^T Ab^T [BV][64] ----------------------------------
+    {
+      const int mt = warp & 3, nh = warp >> 2;
+      float acc[8][4] = {};
+#pragma unroll
+      for (int kb = 0; kb < 4; ++kb) {
+        if (kb > mt) break;  // Ab is lower triangular
+        uint32_t ah[4], al[4];
+        LoadA(ah, sAbh, kLd64, 16 * mt, 16 * kb, lane);
+        LoadA(al, sAbl, kLd64, 16 * mt, 16 * kb, lane);
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          uint32_t bb[4];
+          LoadBKN(bb, sKgam, kLdB, 16 * kb, 64 * nh + 16 * np, lane);
+          Mma(acc[2 * np], ah, bb[0], bb[1]);
+          Mma(acc[2 * np], al, bb[0], bb[1]);
+          Mma(acc[2 * np + 1], ah, bb[2], bb[3]);
+          Mma(acc[2 * np + 1], al, bb[2], bb[3]);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+          *reinterpret_cast<uint32_t*>(sW + (16 * mt + g + 8 * hh) * kLdB + 64 * nh + 8 * nt + 2 * t) =
+              PackBf16(acc[nt][2 * hh], acc[nt][2 * hh + 1]);
+    }
+    {
+      constexpr int kSplit = 8 / kScanWarps;  // warps per 16-row block of U^T
+      const int vb = warp % kScanWarps, part = warp / kScanWarps;
+      float acc[4][2][4] = {};
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        if (np % kSplit != part) continue;
+#pragma unroll
+        for (int kb = 0; kb <= np; ++kb) {
+          uint32_t a[4], bh[4], bl[4];
+          LoadAT(a, sV, Ly::kLdV, 16 * vb, 16 * kb, lane);
+          LoadBNK(bh, sAbh, kLd64, 16 * np, 16 * kb, lane);
+          LoadBNK(bl, sAbl, kLd64, 16 * np, 16 * kb, lane);
+          Mma(acc[np][0], a, bh[0], bh[1]);
+          Mma(acc[np][0], a, bl[0], bl[1]);
+          Mma(acc[np][1], a, bh[2], bh[3]);
+          Mma(acc[np][1], a, bl[2], bl[3]);
+        }
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            *reinterpret_cast<uint32_t*>(sUt + (16 * vb + g + 8 * hh) * kLd64 + 16 * np + 8 * hf + 2 * t) =
+                PackBf16(acc[np][hf][2 * hh], acc[np][hf][2 * hh + 1]);
+      }
+    }
+    __syncthreads();
+    mark(4);
+    if (c + 1 < nchunks) issue_gv(c + 1);  // raw g (now K 2^G) and v are dead until the next chunk
+    CpAsyncCommit();
+
+    // ---- the scan: V_new^T = U^T - S^T W^T;  O^T = S^T Qg^T + V_new^T Aqk^T;
+    //      S^T = S^T Diag(gamma) + V_new^T Kg --------------------------------------------------------
+    if (warp < kScanWarps) {
+      const int vl = 16 * warp;
+      float pw[8][4] = {}, o[8][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        const uint32_t a[4] = {PackBf16(st[2 * ks][0], st[2 * ks][1]), PackBf16(st[2 * ks][2], st[2 * ks][3]),
+                               PackBf16(st[2 * ks + 1][0], st[2 * ks + 1][1]),
+                               PackBf16(st[2 * ks + 1][2], st[2 * ks + 1][3])};
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          uint32_t bw[4], bq[4];
+          LoadBNK(bw, sW, kLdB, 16 * np, 16 * ks, lane);
+          LoadBNK(bq, sQg, kLdB, 16 * np, 16 * ks, lane);
+          Mma(pw[2 * np], a, bw[0], bw[1]);
+          Mma(pw[2 * np + 1], a, bw[2], bw[3]);
+          Mma(o[2 * np], a, bq[0], bq[1]);
+          Mma(o[2 * np + 1], a, bq[2], bq[3]);
+        }
+      }
+      uint32_t vb[4][4];  // V_new^T as bf16 A fragments over the 4 token blocks
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const float2 u0 = __bfloat1622float2(
+            *reinterpret_cast<const __nv_bfloat162*>(sUt + (vl + g) * kLd64 + 8 * nt + 2 * t));
+        const float2 u1 = __bfloat1622float2(
+            *reinterpret_cast<const __nv_bfloat162*>(sUt + (vl + g + 8) * kLd64 + 8 * nt + 2 * t));
+        vb[nt >> 1][2 * (nt & 1)] = PackBf16(u0.x - pw[nt][0], u0.y - pw[nt][1]);
+        vb[nt >> 1][2 * (nt & 1) + 1] = PackBf16(u1.x - pw[nt][2], u1.y - pw[nt][3]);
+      }
+#pragma unroll
+      for (int np = 0; np < 4; ++np)
+#pragma unroll
+        for (int kt = 0; kt <= np; ++kt) {  // Aqk is lower triangular
+          uint32_t ba[4];
+          LoadBNK(ba, sAqk, kLd64, 16 * np, 16 * kt, lane);
+          Mma(o[2 * np], vb[kt], ba[0], ba[1]);
+          Mma(o[2 * np + 1], vb[kt], ba[2], ba[3]);
+        }
+      // o rows (tokens) of this chunk, through a per-warp transposition for 16-byte stores
+      const int64_t obase = b * p.o_st[0] + t0 * p.o_st[1] + h * p.o_st[2] + v0 + vl;
+      if (p.out_bf16) {
+        __nv_bfloat16* ot = sOt + warp * kC * kLdOt;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            ot[(8 * nt + 2 * t + (e & 1)) * kLdOt + g + 8 * (e >> 1)] = __float2bfloat16_rn(o[nt][e]);
+        __syncwarp();
+        auto* out = static_cast<__nv_bfloat16*>(p.o);
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int pi = lane + 32 * x, r = pi >> 1, hf = pi & 1;
+          if (r < rows)
+            *reinterpret_cast<uint4*>(out + obase + r * p.o_st[1] + 8 * hf) =
+                *reinterpret_cast<const uint4*>(ot + r * kLdOt + 8 * hf);
+        }
+      } else {
+        auto* out = static_cast<float*>(p.o);
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int r = 8 * nt + 2 * t + (e & 1);
+            if (r < rows) out[obase + r * p.o_st[1] + g + 8 * (e >> 1)] = o[nt][e];
+          }
+      }
+#pragma unroll
+      for (int nt = 0; nt < 16; ++nt) {
+        const float2 gm = *reinterpret_cast<const float2*>(sGam + 8 * nt + 2 * t);
+        st[nt][0] *= gm.x, st[nt][1] *= gm.y, st[nt][2] *= gm.x, st[nt][3] *= gm.y;
+      }
+#pragma unroll
+      for (int kt = 0; kt < 4; ++kt)
+#pragma unroll
+        for (int np = 0; np < 8; ++np) {
+          uint32_t bk[4];
+          LoadBKN(bk, sKg, kLdB, 16 * kt, 16 * np, lane);
+          Mma(st[2 * np], vb[kt], bk[0], bk[1]);
+          Mma(st[2 * np + 1], vb[kt], bk[2], bk[3]);
+        }
+    }
+    mark(5);
+  }
+  CpAsyncWait<0>();
+  if (p.prof && tid == 0) {
+    for (int i = 0; i < 6; ++i) atomicAdd(p.prof + i, (unsigned long long)prof[i]);
+    atomicAdd(p.prof + 6, (unsigned long long)nchunks);
+  }
+  if (p.hT && warp < kScanWarps)
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        p.hT[state_off + 8 * (e >> 1) * sv + (8 * nt + (e & 1)) * sd] = st[nt][e];
+}
+
+template <int BV>
+cudaError_t Launch(const Params& p, cudaStream_t stream) {
+  constexpr int kBytes = Layout<BV>::kBytes;
+  static bool configured = false;  // the attribute is per function and process
+  if (!configured) {
+    if (cudaError_t e = cudaFuncSetAttribute(FusedKernel<BV>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+        e != cudaSuccess)
+      return e;
+    configured = true;
+  }
+  FusedKernel<BV><<<unsigned(p.N) * p.H * (kV / BV), kThreads, kBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchFused(const Params& p, int slices, cudaStream_t stream) {
+  return slices == 2 ? Launch<64>(p, stream) : Launch<128>(p, stream);
+}
+
+}  // namespace longhaul::kda::gpu
