@@ -87,6 +87,20 @@ __device__ __forceinline__ void CpAsync16Z(void* smem, const void* gmem, bool in
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddr(smem)), "l"(gmem),
                "r"(in ? 16 : 0));
 }
+// 64 rows of kRowBytes (a multiple of 16) from src (row r at src + r src_stride) to dst (row r at
+// dst + r dst_stride) by cp.async; rows >= rows are zero-filled.
+template <int kRowBytes>
+__device__ __forceinline__ void LoadRows(unsigned char* dst, int dst_stride, const unsigned char* src,
+                                         int64_t src_stride, int rows, int tid) {
+  constexpr int kPieces = kRowBytes / 16;
+  static_assert(kC * kPieces % kThreads == 0, "whole rounds of 16-byte pieces");
+#pragma unroll
+  for (int x = 0; x < kC * kPieces / kThreads; ++x) {
+    const int it = tid + x * kThreads, r = it / kPieces, c = (it % kPieces) * 16;
+    const bool in = r < rows;
+    CpAsync16Z(dst + r * dst_stride + c, src + (in ? r : 0) * src_stride + c, in);
+  }
+}
 __device__ __forceinline__ uint32_t Tf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
@@ -414,55 +428,24 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   int b = n;
   if (p.cu) bos = p.cu[n], len = p.cu[n + 1] - p.cu[n], b = 0;
   const int nchunks = int((len + kC - 1) / kC);
-  const auto* q = static_cast<const __nv_bfloat16*>(p.q);
-  const auto* k = static_cast<const __nv_bfloat16*>(p.k);
-  const auto* v = static_cast<const __nv_bfloat16*>(p.v);
   auto rows_of = [&](int c) { return int(len - int64_t(c) * kC < kC ? len - int64_t(c) * kC : kC); };
 
+  // Row t0 of (b, h) of a [B, T, H, .] tensor, as bytes.
+  auto row0 = [&](const void* base, const int64_t* st, int64_t t0, int bytes) {
+    return static_cast<const unsigned char*>(base) + (b * st[0] + t0 * st[1] + h * st[2]) * bytes;
+  };
   auto issue_qk = [&](int c) {
     const int64_t t0 = bos + int64_t(c) * kC;
-    const int rows = rows_of(c);
-#pragma unroll
-    for (int x = 0; x < 4; ++x) {  // 64 rows x 16 pieces of 16 B
-      const int it = tid + x * kThreads, r = it >> 4, c8 = (it & 15) * 8;
-      const bool in = r < rows;
-      const int64_t tok = t0 + (in ? r : 0);
-      CpAsync16Z(sQ + r * kLdQK + c8, q + b * p.q_st[0] + tok * p.q_st[1] + h * p.q_st[2] + c8, in);
-      CpAsync16Z(sK + r * kLdQK + c8, k + b * p.k_st[0] + tok * p.k_st[1] + h * p.k_st[2] + c8, in);
-    }
+    LoadRows<256>(smem + Ly::kQ, kLdQK * 2, row0(p.q, p.q_st, t0, 2), p.q_st[1] * 2, rows_of(c), tid);
+    LoadRows<256>(smem + Ly::kK, kLdQK * 2, row0(p.k, p.k_st, t0, 2), p.k_st[1] * 2, rows_of(c), tid);
   };
   auto issue_gv = [&](int c) {
     const int64_t t0 = bos + int64_t(c) * kC;
-    const int rows = rows_of(c);
-    if (p.g_bf16) {
-      const auto* gp = static_cast<const __nv_bfloat16*>(p.g);
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int it = tid + x * kThreads, r = it >> 4, c8 = (it & 15) * 8;
-        const bool in = r < rows;
-        const int64_t tok = t0 + (in ? r : 0);
-        CpAsync16Z(reinterpret_cast<__nv_bfloat16*>(sGraw) + r * 128 + c8,
-                   gp + b * p.g_st[0] + tok * p.g_st[1] + h * p.g_st[2] + c8, in);
-      }
-    } else {
-      const auto* gp = static_cast<const float*>(p.g);
-#pragma unroll
-      for (int x = 0; x < 8; ++x) {
-        const int it = tid + x * kThreads, r = it >> 5, c4 = (it & 31) * 4;
-        const bool in = r < rows;
-        const int64_t tok = t0 + (in ? r : 0);
-        CpAsync16Z(reinterpret_cast<float*>(sGraw) + r * 128 + c4,
-                   gp + b * p.g_st[0] + tok * p.g_st[1] + h * p.g_st[2] + c4, in);
-      }
-    }
-    constexpr int kPieces = BV / 8;
-#pragma unroll
-    for (int x = 0; x < kC * kPieces / kThreads; ++x) {
-      const int it = tid + x * kThreads, r = it / kPieces, c8 = (it % kPieces) * 8;
-      const bool in = r < rows;
-      const int64_t tok = t0 + (in ? r : 0);
-      CpAsync16Z(sV + r * Ly::kLdV + c8, v + b * p.v_st[0] + tok * p.v_st[1] + h * p.v_st[2] + v0 + c8, in);
-    }
+    if (p.g_bf16)
+      LoadRows<256>(sGraw, 256, row0(p.g, p.g_st, t0, 2), p.g_st[1] * 2, rows_of(c), tid);
+    else
+      LoadRows<512>(sGraw, 512, row0(p.g, p.g_st, t0, 4), p.g_st[1] * 4, rows_of(c), tid);
+    LoadRows<BV * 2>(smem + Ly::kV, Ly::kLdV * 2, row0(p.v, p.v_st, t0, 2) + v0 * 2, p.v_st[1] * 2, rows_of(c), tid);
   };
 
   // The state slice S^T [16 v][128 d] of this warp (scan warps only): st[nt] holds rows v = 16 warp
