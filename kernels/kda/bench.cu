@@ -9,6 +9,9 @@
 // floor = bytes / 4.3 TB/s (the device-to-device copy ceiling measured on this H200, anchors.md).
 //
 // Usage: bench [iters=30]
+// Environment: BENCH_SHAPES=013 runs only those shapes (indices into the list in main);
+// BENCH_JSON=1 times the fused kernel alone (one CTA a head) and prints the metrics protocol's lines
+// (docs/metrics-protocol.md): time_ms for the first shape run, time_ms_<index> for each.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -84,8 +87,8 @@ int main(int argc, char** argv) {
       {"B8 T8192 H16", 8, 8192, 16, {}},
       {"varlen 6 seqs T8192 H96", 1, 8192, 96, {1300, 547, 2048, 963, 271, 3063}},
   };
-  // BENCH_SHAPES=n: only the first n shapes (diagnostic runs).
-  const size_t nshapes = getenv("BENCH_SHAPES") ? size_t(atoi(getenv("BENCH_SHAPES"))) : shapes.size();
+  const std::string picked = getenv("BENCH_SHAPES") ? getenv("BENCH_SHAPES") : "0123";
+  const bool json = getenv("BENCH_JSON") != nullptr;
   const size_t flush_bytes = size_t(256) << 20;
   void* flush = nullptr;
   CK(cudaMalloc(&flush, flush_bytes));
@@ -93,7 +96,12 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreate(&st));
   std::vector<Row> table;
   uint64_t seed = 12345;
-  for (size_t si = 0; si < nshapes && si < shapes.size(); ++si) {
+  for (char pick : picked) {
+    const size_t si = size_t(pick - '0');
+    if (si >= shapes.size()) {
+      std::fprintf(stderr, "BENCH_SHAPES: no shape %c (0..%zu)\n", pick, shapes.size() - 1);
+      return 2;
+    }
     const Shape& sh = shapes[si];
     const size_t BT = size_t(sh.B) * sh.T, NK = BT * sh.H * K, NV = BT * sh.H * V;
     const int N = sh.seqlens.empty() ? sh.B : int(sh.seqlens.size());
@@ -168,17 +176,25 @@ int main(int argc, char** argv) {
     };
     Row r;
     r.name = sh.name;
-    r.ms_two = time_variant(Variant::kTwoStage);
     r.ms1 = time_variant(Variant::kFused1);
-    r.ms2 = time_variant(Variant::kFused2);
+    if (json) {
+      if (table.empty()) std::printf("{\"metric\": \"time_ms\", \"value\": %.4f, \"samples\": %d}\n", r.ms1, iters);
+      std::printf("{\"metric\": \"time_ms_%zu\", \"value\": %.4f, \"samples\": %d}\n", si, r.ms1, iters);
+      r.ms2 = r.ms_two = 0;
+    } else {
+      r.ms_two = time_variant(Variant::kTwoStage);
+      r.ms2 = time_variant(Variant::kFused2);
+    }
     r.chosen = longhaul::kda::AutoVariant(N, sh.H, prop.multiProcessorCount);
     r.bytes = double(NK) * 2 * 3 /*q k g*/ + double(NV) * 2 * 2 /*v o*/ + double(BT) * sh.H * 2 /*beta*/ +
               double(NS) * 4 * 2 /*h0 hT*/;
-    const double ms = r.Chosen();
-    std::printf("%-26s kda_fwd %.3f ms (fused, 1 CTA a head %.3f, 2: %.3f; two-stage %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
-                r.name.c_str(), ms, r.ms1, r.ms2, r.ms_two, r.bytes / ms / 1e9,
-                r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
-    std::fflush(stdout);
+    if (!json) {
+      const double ms = r.Chosen();
+      std::printf("%-26s kda_fwd %.3f ms (fused, 1 CTA a head %.3f, 2: %.3f; two-stage %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
+                  r.name.c_str(), ms, r.ms1, r.ms2, r.ms_two, r.bytes / ms / 1e9,
+                  r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
+      std::fflush(stdout);
+    }
     table.push_back(r);
     // KDA_PROFILE=1: the fused kernel's clocks per chunk and phase (thread 0 of each CTA; one extra,
     // untimed launch of each variant).
@@ -220,6 +236,7 @@ int main(int argc, char** argv) {
                       (void*)dt_bias, (void*)h0, (void*)hT, (void*)dcu, ws})
       if (ptr) CK(cudaFree(ptr));
   }
+  if (json) return 0;
   std::printf("\n| shape | kda_fwd ms | fused, 1 CTA a head | fused, 2 CTAs a head | two-stage | compulsory MB | TB/s | floor ms | x floor |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   using longhaul::kda::Variant;

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # kda/build_gpu.sh: builds the GPU side of kernels/kda into build_gpu/ (ignored by git):
-#   libkda_cuda.so  the C API on the GPU (prepare.cu, scan.cu, kda_cuda.cu + kda_api.cc)
+#   libkda_cuda.so  the C API on the GPU (fused.cu, prepare.cu, scan.cu, kda_cuda.cu + kda_api.cc)
 #   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
-#   bench           timings of kda_fwd and of each stage
+#   bench           timings of each kernel variant kda_fwd chooses from
 # Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/kda/build_gpu.sh
+# Environment: BUILD_GPU_DIR (the output folder), KERNELS_DIR (the folder holding kda/, default this
+# repository's kernels/: tasks/kda builds its workspace copy), NVCC_EXTRA (more nvcc flags).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${BUILD_GPU_DIR:-$ROOT/build_gpu}"
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-SRC="$ROOT/kernels/kda"
+KERNELS="${KERNELS_DIR:-$ROOT/kernels}"
+SRC="$KERNELS/kda"
 mkdir -p "$OUT"
-CU="-std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I$ROOT/kernels -Xcompiler=-fPIC,-Wall ${NVCC_EXTRA:-}"
-CXX="${CXX:-g++} -std=c++20 -O2 -fPIC -Wall -I$ROOT/kernels"
+CU="-std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I$KERNELS -Xcompiler=-fPIC,-Wall ${NVCC_EXTRA:-}"
+CXX="${CXX:-g++} -std=c++20 -O2 -fPIC -Wall -I$KERNELS"
 for f in kda_api kda_cpu chunked_reference problem reference; do
   $CXX -c "$SRC/$f.cc" -o "$OUT/$f.o" &
   [ "$f" = kda_cpu ] && wait

@@ -42,6 +42,22 @@
 #include "kda/kda.h"
 #include "kda/kda_gpu.cuh"
 
+// Tuning knobs (loop unrolling), overridable by a longhaul search (tasks/kda writes kda_params.h).
+#if __has_include("kda_params.h")
+#include "kda_params.h"
+#endif
+#ifndef KDA_TILE_UNROLL
+#define KDA_TILE_UNROLL 2  // the tiles' 8 steps of 16 channels
+#endif
+#ifndef KDA_GATE_UNROLL
+#define KDA_GATE_UNROLL 8  // the gate and cumsum loop over a half chunk's 32 rows
+#endif
+#ifndef KDA_NORM_UNROLL
+#define KDA_NORM_UNROLL 1  // the l2 norm's 8 steps of 8 columns
+#endif
+#define KDA_STR(x) #x
+#define KDA_UNROLL(n) _Pragma(KDA_STR(unroll n))
+
 namespace longhaul::kda::gpu {
 namespace {
 
@@ -188,7 +204,7 @@ __device__ __forceinline__ void FactoredTiles(unsigned char* smem, int r, int c0
   auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
   const int g = lane >> 2, t = lane & 3, a = 16 * r;
   float aq[NF][2][4] = {}, ak[NF][2][4] = {};  // [tile][n-tile][fragment]
-#pragma unroll 2
+  KDA_UNROLL(KDA_TILE_UNROLL)
   for (int s = 0; s < 8; ++s) {
     const int d = 16 * s + 4 * t;
     const float4 ga = *reinterpret_cast<const float4*>(sG + a * kLdG + d);
@@ -501,7 +517,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         const float* gf = reinterpret_cast<const float*>(sGraw) + 32 * half * 128 + d1;
         const __nv_bfloat16* gb = reinterpret_cast<const __nv_bfloat16*>(sGraw) + 32 * half * 128 + d1;
         float run = 0.f;
-#pragma unroll 8
+        KDA_UNROLL(KDA_GATE_UNROLL)
         for (int i = 0; i < 32; ++i) {
           const float x = p.g_bf16 ? __bfloat162float(gb[i * 128]) : gf[i * 128];
           run += 32 * half + i < rows ? activate(x) * kLog2e : 0.f;
@@ -524,6 +540,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       const int job = tid >> 1, part = tid & 1;
       __nv_bfloat16* row = (job < kC ? sQ : sK) + (job & 63) * kLdQK + 64 * part;
       float ss = 0.f;
+      KDA_UNROLL(KDA_NORM_UNROLL)
       for (int m = 0; m < 8; ++m) {
         float x[8];
         Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);
@@ -532,6 +549,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       }
       ss += __shfl_xor_sync(0xffffffffu, ss, 1);
       const float rn = rsqrtf(ss + 1e-6f);
+      KDA_UNROLL(KDA_NORM_UNROLL)
       for (int m = 0; m < 8; ++m) {
         float x[8];
         Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);

@@ -585,3 +585,26 @@ TEST(TaskHash, FramingIsUnambiguous) {
 
 }  // namespace
 }  // namespace longhaul
+
+namespace longhaul {
+namespace {
+
+// The tasks shipped in tasks/ load, and tasks/kda's linked kernel sources are the files it names.
+TEST(ShippedTasks, LoadAndNameTheirFiles) {
+  for (const char* name : {"gemm-cpu", "kda"}) {
+    auto r = load_task(fs::path(LONGHAUL_SOURCE_DIR) / "tasks" / name);
+    ASSERT_TRUE(std::holds_alternative<Task>(r)) << name << ": " << std::get<TaskError>(r).str();
+    EXPECT_EQ(std::get<Task>(r).name, name);
+  }
+  const Task kda = std::get<Task>(load_task(fs::path(LONGHAUL_SOURCE_DIR) / "tasks/kda"));
+  EXPECT_EQ(kda.editable, (std::vector<std::string>{"kda/fused.cu"}));
+  auto files = list_files(kda.dir);
+  ASSERT_TRUE(files.ok());
+  for (const char* f : {"kda/fused.cu", "kda/gpu_check.cu", "kda/bench.cu", "kda/build_gpu.sh", "kda/kda.h"})
+    EXPECT_NE(std::find(files->begin(), files->end(), f), files->end()) << f;
+  EXPECT_EQ(*read_file(kda.dir / "kda/fused.cu"),
+            *read_file(fs::path(LONGHAUL_SOURCE_DIR) / "kernels/kda/fused.cu"));
+}
+
+}  // namespace
+}  // namespace longhaul

@@ -48,7 +48,9 @@ Result<std::vector<std::string>> list_files(const fs::path& root) {
   if (ec) return Error{"cannot list " + root.string() + ": " + ec.message()};
   for (; it != end; it.increment(ec)) {
     if (ec) return Error{"cannot list " + root.string() + ": " + ec.message()};
-    if (it->is_regular_file()) out.push_back(fs::relative(it->path(), root).generic_string());
+    // A link to a file is listed under its own name (tasks/kda links kernels/kda's sources in):
+    // fs::relative would resolve it to its target's path.
+    if (it->is_regular_file()) out.push_back(it->path().lexically_relative(root).generic_string());
   }
   std::sort(out.begin(), out.end());
   return out;

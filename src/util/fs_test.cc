@@ -28,4 +28,16 @@ TEST(Files, WriteReadList) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Files, ListNamesALinkedFileByTheLink) {
+  auto dir = std::filesystem::temp_directory_path() / ("lh_fs_link_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(write_file(dir / "elsewhere/real.cu", "x").ok());
+  std::filesystem::create_directories(dir / "task/k");
+  std::filesystem::create_symlink("../../elsewhere/real.cu", dir / "task/k/linked.cu");
+  auto files = list_files(dir / "task");
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(*files, (std::vector<std::string>{"k/linked.cu"}));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace longhaul

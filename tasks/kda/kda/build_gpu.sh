@@ -1,0 +1,1 @@
+../../../kernels/kda/build_gpu.sh

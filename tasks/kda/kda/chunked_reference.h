@@ -1,0 +1,1 @@
+../../../kernels/kda/chunked_reference.h

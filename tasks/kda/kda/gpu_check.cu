@@ -1,0 +1,1 @@
+../../../kernels/kda/gpu_check.cu

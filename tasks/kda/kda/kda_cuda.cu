@@ -1,0 +1,1 @@
+../../../kernels/kda/kda_cuda.cu
