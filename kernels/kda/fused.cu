@@ -52,11 +52,13 @@
 #ifndef KDA_GATE_UNROLL
 #define KDA_GATE_UNROLL 8  // the gate and cumsum loop over a half chunk's 32 rows
 #endif
-#ifndef KDA_NORM_UNROLL
-#define KDA_NORM_UNROLL 1  // the l2 norm's 8 steps of 8 columns
-#endif
 #define KDA_STR(x) #x
 #define KDA_UNROLL(n) _Pragma(KDA_STR(unroll n))
+#ifdef KDA_NORM_UNROLL  // the l2 norm's 8 steps of 8 columns (default: the compiler's choice)
+#define KDA_NORM_LOOP KDA_UNROLL(KDA_NORM_UNROLL)
+#else
+#define KDA_NORM_LOOP
+#endif
 
 namespace longhaul::kda::gpu {
 namespace {
@@ -540,7 +542,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       const int job = tid >> 1, part = tid & 1;
       __nv_bfloat16* row = (job < kC ? sQ : sK) + (job & 63) * kLdQK + 64 * part;
       float ss = 0.f;
-      KDA_UNROLL(KDA_NORM_UNROLL)
+      KDA_NORM_LOOP
       for (int m = 0; m < 8; ++m) {
         float x[8];
         Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);
@@ -549,7 +551,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       }
       ss += __shfl_xor_sync(0xffffffffu, ss, 1);
       const float rn = rsqrtf(ss + 1e-6f);
-      KDA_UNROLL(KDA_NORM_UNROLL)
+      KDA_NORM_LOOP
       for (int m = 0; m < 8; ++m) {
         float x[8];
         Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);
