@@ -9,7 +9,10 @@
 //           causal prefill: 2 H (576 + 512) S (S + 1) / 2
 //   floor = max(bytes / 4.3 TB/s, FLOP / 790 TFLOP/s)  (this H200's copy and bf16 GEMM ceilings)
 //
-// Usage: bench [iters=50]   (env BENCH_SHAPES=n: only the first n shapes)
+// Usage: bench [iters=50]
+// Environment: BENCH_SHAPES=035 runs only those shapes (indices into the list in main); BENCH_JSON=1
+// also prints the metrics protocol's lines (docs/metrics-protocol.md): time_us (graph-launched) for
+// the first shape run, time_us_<index> for each.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -71,7 +74,9 @@ int main(int argc, char** argv) {
       {"B128 H128 S8192 s_q1", 128, 1, 128, 8192, false}, {"B128 H128 S8192 s_q2", 128, 2, 128, 8192, false},
       {"prefill B1 H64 S8192 causal", 1, 8192, 64, 8192, true},
   };
-  const size_t nshapes = getenv("BENCH_SHAPES") ? size_t(atoi(getenv("BENCH_SHAPES"))) : shapes.size();
+  const std::string picked = getenv("BENCH_SHAPES") ? getenv("BENCH_SHAPES") : "0123456";
+  const bool json = getenv("BENCH_JSON") != nullptr;
+  bool first = true;
   const size_t flush_bytes = size_t(256) << 20;
   void* flush = nullptr;
   CK(cudaMalloc(&flush, flush_bytes));
@@ -80,7 +85,12 @@ int main(int argc, char** argv) {
   std::printf("\n| shape | graph us | eager us | TB/s | TFLOP/s | floor us | x floor |\n|---|---|---|---|---|---|---|\n");
   uint64_t seed = 777;
   std::mt19937_64 rng(4242);
-  for (size_t si = 0; si < nshapes && si < shapes.size(); ++si) {
+  for (char pick : picked) {
+    const size_t si = size_t(pick - '0');
+    if (si >= shapes.size()) {
+      std::fprintf(stderr, "BENCH_SHAPES: no shape %c (0..%zu)\n", pick, shapes.size() - 1);
+      return 2;
+    }
     const Shape& sh = shapes[si];
     const int n_it = sh.prefill ? std::min(iters, 10) : iters;
     const int max_pages = (sh.S + kPage - 1) / kPage, num_pages = sh.B * max_pages;
@@ -157,6 +167,11 @@ int main(int argc, char** argv) {
     const double floor_us = std::max(bytes / (kTBs * 1e6), flop / (kTFlops * 1e6));
     std::printf("| %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f |\n", sh.name.c_str(), us, us_eager,
                 bytes / us / 1e6, flop / us / 1e6, floor_us, us / floor_us);
+    if (json) {
+      if (first) std::printf("{\"metric\": \"time_us\", \"value\": %.3f, \"samples\": %d}\n", us, n_it);
+      std::printf("{\"metric\": \"time_us_%zu\", \"value\": %.3f, \"samples\": %d}\n", si, us, n_it);
+      first = false;
+    }
     std::fflush(stdout);
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));

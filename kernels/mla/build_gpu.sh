@@ -5,14 +5,17 @@
 #   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
 #   bench           timings of mla_fwd (graph-launched, L2 flushed)
 # Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/mla/build_gpu.sh
+# Environment: BUILD_GPU_DIR (the output folder), KERNELS_DIR (the folder holding mla/, default this
+# repository's kernels/: tasks/mla builds its workspace copy), NVCC_EXTRA (more nvcc flags).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${BUILD_GPU_DIR:-$ROOT/build_gpu/mla}"
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-SRC="$ROOT/kernels/mla"
+KERNELS="${KERNELS_DIR:-$ROOT/kernels}"
+SRC="$KERNELS/mla"
 mkdir -p "$OUT"
-CU="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I$ROOT/kernels -Xcompiler=-fPIC,-Wall"
-CXX="${CXX:-g++} -std=c++20 -O2 -fPIC -Wall -I$ROOT/kernels"
+CU="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -I$KERNELS -Xcompiler=-fPIC,-Wall ${NVCC_EXTRA:-}"
+CXX="${CXX:-g++} -std=c++20 -O2 -fPIC -Wall -I$KERNELS"
 for f in mla_api mla_cpu reference split_reference; do
   $CXX -c "$SRC/$f.cc" -o "$OUT/$f.o" &
 done

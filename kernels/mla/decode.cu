@@ -36,6 +36,17 @@
 // tell where the time goes.
 #include "mla/mla_gpu.cuh"
 
+// Tuning knob, overridable by a longhaul search (tasks/mla writes mla_params.h): the unrolling of
+// the 36 k-steps of QK^T.
+#if __has_include("mla_params.h")
+#include "mla_params.h"
+#endif
+#ifndef MLA_QK_UNROLL
+#define MLA_QK_UNROLL 4
+#endif
+#define MLA_STR(x) #x
+#define MLA_UNROLL(n) _Pragma(MLA_STR(unroll n))
+
 namespace longhaul::mla::gpu {
 namespace {
 
@@ -143,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 #pragma unroll
       for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
       if (active) {
-#pragma unroll 4
+        MLA_UNROLL(MLA_QK_UNROLL)
         for (int ks = 0; ks < kDimQK / 16; ++ks) {
           uint32_t a[4];
           Ldsm4(a, sQ + Off576(16 * g + (lane & 15), 2 * ks + (lane >> 4)));

@@ -591,7 +591,7 @@ namespace {
 
 // The tasks shipped in tasks/ load, and tasks/kda's linked kernel sources are the files it names.
 TEST(ShippedTasks, LoadAndNameTheirFiles) {
-  for (const char* name : {"gemm-cpu", "kda"}) {
+  for (const char* name : {"gemm-cpu", "kda", "mla"}) {
     auto r = load_task(fs::path(LONGHAUL_SOURCE_DIR) / "tasks" / name);
     ASSERT_TRUE(std::holds_alternative<Task>(r)) << name << ": " << std::get<TaskError>(r).str();
     EXPECT_EQ(std::get<Task>(r).name, name);

@@ -1,0 +1,1 @@
+../../../kernels/mla/build_gpu.sh

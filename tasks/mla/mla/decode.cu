@@ -1,0 +1,1 @@
+../../../kernels/mla/decode.cu

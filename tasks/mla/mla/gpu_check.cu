@@ -1,0 +1,1 @@
+../../../kernels/mla/gpu_check.cu

@@ -1,0 +1,1 @@
+../../../kernels/mla/mla_api.h

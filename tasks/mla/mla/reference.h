@@ -1,0 +1,1 @@
+../../../kernels/mla/reference.h

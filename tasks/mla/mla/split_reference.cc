@@ -1,0 +1,1 @@
+../../../kernels/mla/split_reference.cc
