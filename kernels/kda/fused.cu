@@ -5,8 +5,9 @@
 //
 // Why one kernel: the two-stage design moves 74 KB of workspace per (chunk, head) out and back in,
 // ~0.6 GB at B1 T8192 H64, which alone costs more than the inputs (0.7 GB); fused, the floor is the
-// inputs' 0.16 ms. The preparation is duplicated across the V slices of a head (NV = 2 only when
-// that is what fills the SMs), so NV = 1 wherever N*H already fills the GPU.
+// inputs' 0.16 ms. With two V slices a head (NV = 2) the preparation runs twice; kda_fwd uses this
+// kernel with NV = 1 where N*H fills the GPU, and the two-stage pipeline where it does not
+// (AutoVariant in kda_gpu.cuh, by measurement).
 //
 // Tiles and why:
 //   - 256 threads (8 warps), one CTA per SM (~216 KB of shared memory, BV = 128), up to 255
@@ -21,7 +22,7 @@
 //     per tile with the row block's first row as anchor a:  2^{G_i-G_j} = 2^{G_i-a} 2^{a-G_j}.
 //     Off-diagonal tiles: both factors <= 1, and each covers a sub-range of (j, i], so a factor
 //     underflows only when the true product is smaller still. Diagonal tiles: the second factor is
-//     >= 1 and at most 2^{span}, span = max_d (G_a - G_{a+15}); a tile whose span passes 100
+//     >= 1 and at most 2^{span}, span = max_d (G_a - G_{a+15}); a tile whose span passes 110
 //     (an unbounded gate: the first factor would leave fp32's normal range) is computed exactly
 //     instead, one exp2 per term.
 //     The sum over d is order-free, so MMA k-index t maps to d = 4t (t+4 to 4t+1) and the second
