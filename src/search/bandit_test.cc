@@ -59,7 +59,7 @@ TEST(BanditTest, GivesMoreUsesToATechniqueThatKeepsFindingGains) {
 }
 
 TEST(BanditTest, FavoursLocalSearchOnAConvexObjective) {
-  // On a smooth bowl, hill climbing keeps finding gains; random almost never does.
+  // On a smooth bowl, hill climbing and the model keep finding gains; random almost never does.
   Space space = make_space({20, 20, 20, 20});
   std::map<std::string, int> uses;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
@@ -68,7 +68,7 @@ TEST(BanditTest, FavoursLocalSearchOnAConvexObjective) {
   }
   EXPECT_EQ(uses["grid"], 0);
   EXPECT_GT(uses["hill"], uses["random"]);
-  EXPECT_GT(uses["hill"] + uses["evolution"], 2 * uses["random"]);
+  EXPECT_GT(uses["hill"] + uses["tpe"], 2 * uses["random"]);
 }
 
 // Evaluations (baseline not counted) until a proposal scores at least `good`, or `cap`.
