@@ -3,17 +3,17 @@
 // least of the bench medians (interference from the rest of a shared machine only adds time, so the
 // least is the steadiest estimate) and is cached, so every strategy and seed sees the same value for
 // the same point and the comparison is not noise.
-// The reference best is the best of everything measured (every run, a bandit run three times as long
-// included), then polished: a coordinate descent from it that measures every other value of each
-// parameter in turn and moves to the fastest, until a whole pass finds nothing faster. So the
-// reference is at least a local optimum of the space in every single parameter, whoever found it.
-// (Measuring every valid point would be the cleaner reference, but gemm-cpu has 96,696 of them at
-// seconds each.)
+// The reference best is the best of everything measured (every run of every strategy and seed, and
+// the cache's earlier points), then polished: a coordinate descent from it that measures every other
+// value of each parameter in turn and moves to the fastest, until a whole pass finds nothing faster.
+// So the reference is at least a local optimum of the space in every single parameter, whoever found
+// it. (Measuring every valid point would be the cleaner reference, but gemm-cpu has 96,696 of them at
+// seconds each.) The table is printed against the unpolished reference first, then the polished one.
 // JOBS measurements run at once, each pinned to its own hardware_concurrency()/JOBS cores when
 // JOBS > 1 (a machine with cores to spare; the default 1 is for a small shared one). The runs
-// advance independently: a run waits only for its own point, and the reference run's points go
-// first (it is the longest chain). A run's proposals depend only on the cached values, never on
-// the order in which points were measured, so JOBS changes the time taken, not the result.
+// advance independently: a run waits only for its own point. A run's proposals depend only on the
+// cached values, never on the order in which points were measured, so JOBS changes the time taken,
+// not the result.
 // Usage: search_bench [TASK] [SEEDS] [EVALS] [CACHE] [REPEATS] [STRATEGIES] [JOBS]
 //        (defaults: tasks/gemm-cpu 5 40 /tmp/longhaul-search-bench-cache.json 3 bandit,random 1)
 // STRATEGIES: comma-separated proposer strategies, each run SEEDS times (seed s + 100 * its position).
@@ -104,13 +104,12 @@ class Oracle {
   int measured() const { return measured_; }
   size_t in_flight() const { return in_flight_.size(); }
 
-  // Queues `key` for measurement unless it is cached or queued already; urgent ones go first.
-  void request(const std::string& key, bool urgent) {
+  // Queues `key` for measurement unless it is cached or queued already.
+  void request(const std::string& key) {
     if (cache_.contains(key) || !in_flight_.insert(key).second) return;
     {
       std::lock_guard lock(mu_);
-      if (urgent) todo_.push_front(key);
-      else todo_.push_back(key);
+      todo_.push_back(key);
     }
     wake_.notify_one();
   }
@@ -182,55 +181,42 @@ std::optional<double> as_score(std::optional<double> ms) {
 }
 
 // One search run of `length` evaluations after the baseline, keeping its best-so-far after each
-// (index 0 is the baseline). Advanced by the main loop: propose up to `batch` points (more than one
-// only for the reference run, as a run with that many executor slots would), wait for their values,
-// observe them in the order proposed.
+// (index 0 is the baseline). Advanced by the main loop: propose a point, wait for its value, observe.
 struct Trajectory {
-  std::string strategy;  // a proposer strategy, or "long" for the reference run (a bandit)
+  std::string strategy;
   int length;
-  size_t batch;
   std::unique_ptr<SearchProposer> proposer;
   std::vector<double> best;
-  std::vector<Point> waiting;  // proposed, not observed yet
+  std::optional<Point> waiting;  // proposed, not observed yet
   bool done = false;
 
-  Trajectory(const Space& space, std::string name, uint64_t seed, int evals, size_t batch_size)
-      : strategy(std::move(name)),
-        length(evals),
-        batch(batch_size),
-        proposer(SearchProposer::create(space, seed, strategy == "long" ? "bandit" : strategy).value()) {
-    waiting.push_back(space.default_point());  // the baseline, observed like any other point
+  Trajectory(const Space& space, std::string name, uint64_t seed, int evals)
+      : strategy(std::move(name)), length(evals), proposer(SearchProposer::create(space, seed, strategy).value()) {
+    waiting = space.default_point();  // the baseline, observed like any other point
   }
 
-  // Proposes the next batch when nothing is waiting; then queues the points not cached yet, and
-  // observes the batch once every value is known. Returns true when it observed.
+  // Proposes when nothing is waiting; observes the waiting point if its value is cached, else queues
+  // it. Returns true when it observed.
   bool advance(const Space& space, Oracle& oracle) {
     if (done) return false;
-    if (waiting.empty()) {
-      size_t left = size_t(length + 1) - best.size();  // best holds the baseline and each evaluation
-      while (waiting.size() < std::min(batch, left)) {
-        auto p = proposer->next();
-        if (!p) break;
-        waiting.push_back(p->point);
-      }
-      if (waiting.empty()) {
+    if (!waiting) {
+      auto p = proposer->next();
+      if (!p) {
         done = true;
         return false;
       }
+      waiting = p->point;
     }
-    std::vector<std::optional<double>> values;
-    for (const auto& p : waiting) {
-      std::string key = space.to_json(p).dump();
-      if (auto v = oracle.cached(key)) values.push_back(*v);
-      else oracle.request(key, strategy == "long");
+    std::string key = space.to_json(*waiting).dump();
+    auto value = oracle.cached(key);
+    if (!value) {
+      oracle.request(key);
+      return false;
     }
-    if (values.size() < waiting.size()) return false;
-    for (size_t i = 0; i < waiting.size(); ++i) {
-      proposer->observe(waiting[i], as_score(values[i]));
-      best.push_back(std::min(best.empty() ? 1e300 : best.back(), values[i].value_or(1e300)));
-    }
-    waiting.clear();
-    if (int(best.size()) > length) done = true;
+    proposer->observe(*waiting, as_score(*value));
+    waiting.reset();
+    best.push_back(std::min(best.empty() ? 1e300 : best.back(), value->value_or(1e300)));
+    done = int(best.size()) > length;
     return true;
   }
 };
@@ -255,7 +241,7 @@ void run_all(const Space& space, Oracle& oracle, std::vector<Trajectory>& all) {
 
 // Measures `points` (those not cached), JOBS at a time.
 void measure_all(const Space& space, Oracle& oracle, const std::vector<Point>& points) {
-  for (const auto& p : points) oracle.request(space.to_json(p).dump(), false);
+  for (const auto& p : points) oracle.request(space.to_json(p).dump());
   while (oracle.in_flight() > 0) oracle.collect();
 }
 
@@ -297,6 +283,37 @@ std::pair<double, int> polish(const Space& space, Oracle& oracle) {
   return {best_value, oracle.measured() - before};
 }
 
+// Per strategy: the median over seeds (and each seed) of the evaluations to come within 80, 90 and
+// 95% of `reference`, and the median best at the end.
+void print_table(const std::vector<std::string>& strategies,
+                 const std::map<std::string, std::vector<std::vector<double>>>& runs, double reference, int seeds,
+                 int evals) {
+  std::printf("evaluations to come within a fraction of the reference best (median over %d seeds; per seed in brackets, - = not reached)\n",
+              seeds);
+  std::printf("%-9s %22s %22s %22s %12s\n", "strategy", "80%", "90%", "95%", "best at end");
+  for (const auto& strategy : strategies) {
+    const auto& trajs = runs.at(strategy);
+    std::printf("%-9s", strategy.c_str());
+    for (double fraction : {0.80, 0.90, 0.95}) {
+      std::vector<double> reach;
+      std::string per_seed;
+      for (const auto& t : trajs) {
+        int hit = evals + 1;
+        for (size_t i = 0; i < t.size(); ++i)
+          if (t[i] <= reference / fraction) { hit = int(i); break; }
+        reach.push_back(hit);
+        per_seed += (per_seed.empty() ? "" : " ") + (hit > evals ? std::string("-") : std::to_string(hit));
+      }
+      double m = median(reach);
+      std::string cell = (m > evals ? ">" + std::to_string(evals) : std::to_string(int(m))) + " [" + per_seed + "]";
+      std::printf(" %22s", cell.c_str());
+    }
+    std::vector<double> last;
+    for (const auto& t : trajs) last.push_back(t.back());
+    std::printf(" %12.4g\n", median(last));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -334,50 +351,31 @@ int main(int argc, char** argv) {
   Oracle oracle(std::move(measurer), cache_path, jobs);
 
   std::vector<Trajectory> all;
-  // The reference run: the bandit, three times as long, JOBS points at a time (it is the longest chain).
-  all.emplace_back(*space, "long", 1000, 3 * evals, size_t(jobs));
   for (int s = 1; s <= seeds; ++s) {
     // Distinct seeds per strategy, so that no two runs share a random stream.
-    for (size_t k = 0; k < strategies.size(); ++k) all.emplace_back(*space, strategies[k], uint64_t(s) + 100 * k, evals, 1);
+    for (size_t k = 0; k < strategies.size(); ++k) all.emplace_back(*space, strategies[k], uint64_t(s) + 100 * k, evals);
   }
   run_all(*space, oracle, all);
   oracle.save();
   std::map<std::string, std::vector<std::vector<double>>> runs;
-  for (const auto& t : all)
-    if (t.strategy != "long") runs[t.strategy].push_back(t.best);
-
+  for (const auto& t : all) runs[t.strategy].push_back(t.best);
+  double baseline = all.front().best.front();
+  auto report = [&](double reference, const std::string& how) {
+    int near = 0;
+    for (const auto& [key, v] : oracle.cache().items()) near += v.is_number() && v.get<double>() <= reference / 0.95;
+    std::printf("task %s: baseline %.4g, reference best %.4g (%.2fx; %s), %zu points measured in all (%d within 95%% of "
+                "the best), %d evaluations a run, each point the least of %d bench medians, %d at once\n",
+                task.name.c_str(), baseline, reference, baseline / reference, how.c_str(), oracle.cache().size(), near,
+                evals, repeats, jobs);
+    print_table(strategies, runs, reference, seeds, evals);
+    std::fflush(stdout);
+  };
+  double measured_best = 1e300;
+  for (const auto& [key, v] : oracle.cache().items())
+    if (v.is_number()) measured_best = std::min(measured_best, v.get<double>());
+  report(measured_best, "the best measured, not polished yet");
   auto [reference, polished] = polish(*space, oracle);
   oracle.save();
-  double baseline = all.front().best.front();
-  int near = 0;
-  for (const auto& [key, v] : oracle.cache().items()) near += v.is_number() && v.get<double>() <= reference / 0.95;
-  std::printf("task %s: baseline %.4g, reference best %.4g (%.2fx; the polish measured %d points), %zu points measured in all "
-              "(%d within 95%% of the best), %d evaluations a run, each point the least of %d bench medians, %d at once\n",
-              task.name.c_str(), baseline, reference, baseline / reference, polished, oracle.cache().size(), near, evals,
-              repeats, jobs);
-  std::printf("evaluations to come within a fraction of the reference best (median over %d seeds; per seed in brackets, - = not reached)\n",
-              seeds);
-  std::printf("%-9s %22s %22s %22s %12s\n", "strategy", "80%", "90%", "95%", "best at end");
-  for (const auto& strategy : strategies) {
-    const auto& trajs = runs[strategy];
-    std::printf("%-9s", strategy.c_str());
-    for (double fraction : {0.80, 0.90, 0.95}) {
-      std::vector<double> reach;
-      std::string per_seed;
-      for (const auto& t : trajs) {
-        int hit = evals + 1;
-        for (size_t i = 0; i < t.size(); ++i)
-          if (t[i] <= reference / fraction) { hit = int(i); break; }
-        reach.push_back(hit);
-        per_seed += (per_seed.empty() ? "" : " ") + (hit > evals ? std::string("-") : std::to_string(hit));
-      }
-      double m = median(reach);
-      std::string cell = (m > evals ? ">" + std::to_string(evals) : std::to_string(int(m))) + " [" + per_seed + "]";
-      std::printf(" %22s", cell.c_str());
-    }
-    std::vector<double> last;
-    for (const auto& t : trajs) last.push_back(t.back());
-    std::printf(" %12.4g\n", median(last));
-  }
+  report(reference, "polished: " + std::to_string(polished) + " points measured for it");
   return 0;
 }
