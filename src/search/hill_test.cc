@@ -93,5 +93,18 @@ TEST(SearchHillTest, TriesFartherValuesOfOneParameterBeforeRestarting) {
   }
 }
 
+TEST(SearchHillTest, StepsAlongAConstraintByMovingTheParameterItTies) {
+  // P0 may not exceed P1, and the score climbs along the diagonal only: raising P1 alone loses,
+  // raising P0 alone is invalid. The step up P0 is repaired by raising P1 with it, and once that
+  // gains, the same repaired step comes first at every rung.
+  Space space = make_space({10, 10}, {"P0 <= P1"});
+  auto f = [](const Point& p) -> std::optional<double> { return 10.0 * p[0] - 5.0 * (p[1] - p[0]); };
+  Point peak{9, 9};
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    auto hill = make_proposer(space, seed, "hill");
+    EXPECT_LE(evals_to_reach(*hill, space, f, peak, 1000), 9 + 3) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace longhaul
