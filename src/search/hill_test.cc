@@ -64,5 +64,47 @@ TEST(SearchHillTest, RestartsAfterALocalOptimum) {
   EXPECT_TRUE(reached);
 }
 
+TEST(SearchHillTest, ContinuesTheMoveThatGained) {
+  // A bowl whose peak lies along P0 from the baseline: once a step up P0 gains, the next step up P0
+  // comes first, so the climb costs one evaluation a rung (plus one wrong guess at most at the start).
+  Space space = make_space({20, 20, 20});
+  Point peak{15, 0, 0};
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    auto hill = make_proposer(space, seed, "hill");
+    EXPECT_LE(evals_to_reach(*hill, space, bowl(peak), peak, 1000), 15 + 2) << "seed " << seed;
+  }
+}
+
+TEST(SearchHillTest, TriesFartherValuesOfOneParameterBeforeRestarting) {
+  // Every one-step neighbour of the baseline is worse; the peak is five values along P0. Hill widens
+  // to every value of each parameter (nearest first) instead of jumping to a random point of 10^4,
+  // once the one-step neighbours of the runners-up are spent too.
+  Space space = make_space({10, 10, 10, 10});
+  Point peak{5, 0, 0, 0};
+  auto f = [peak](const Point& p) -> std::optional<double> {
+    if (p == peak) return 10.0;
+    return -double(p[0] + p[1] + p[2] + p[3]);
+  };
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    auto hill = make_proposer(space, seed, "hill");
+    // Ring 1 of the best: 4 points; of the 3 runners-up (scored -1): 3 new each; ring 2 of the best
+    // at distances 2, 3, 4: 4 points each; then distance 5.
+    EXPECT_LE(evals_to_reach(*hill, space, f, peak, 1000), 4 + 3 * 3 + 3 * 4 + 4) << "seed " << seed;
+  }
+}
+
+TEST(SearchHillTest, StepsAlongAConstraintByMovingTheParameterItTies) {
+  // P0 may not exceed P1, and the score climbs along the diagonal only: raising P1 alone loses,
+  // raising P0 alone is invalid. The step up P0 is repaired by raising P1 with it, and once that
+  // gains, the same repaired step comes first at every rung.
+  Space space = make_space({10, 10}, {"P0 <= P1"});
+  auto f = [](const Point& p) -> std::optional<double> { return 10.0 * p[0] - 5.0 * (p[1] - p[0]); };
+  Point peak{9, 9};
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    auto hill = make_proposer(space, seed, "hill");
+    EXPECT_LE(evals_to_reach(*hill, space, f, peak, 1000), 9 + 3) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace longhaul

@@ -136,20 +136,20 @@ TEST_P(SearchStrategyTest, EmptySpaceIsExhaustedByTheBaseline) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SearchStrategyTest,
-                         ::testing::Values("bandit", "random", "grid", "hill", "evolution"),
+                         ::testing::Values("bandit", "random", "grid", "hill", "evolution", "tpe"),
                          [](const auto& info) { return info.param; });
 
 TEST(SearchProposerTest, UnknownStrategyListsTheValidOnes) {
   Space space = make_space({2});
   auto p = SearchProposer::create(space, 1, "anneal");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error(), "unknown search strategy 'anneal' (valid: bandit, random, grid, hill, evolution)");
-  EXPECT_EQ(search_strategies(), (std::vector<std::string>{"bandit", "random", "grid", "hill", "evolution"}));
+  EXPECT_EQ(p.error(), "unknown search strategy 'anneal' (valid: bandit, random, grid, hill, evolution, tpe)");
+  EXPECT_EQ(search_strategies(), (std::vector<std::string>{"bandit", "random", "grid", "hill", "evolution", "tpe"}));
 }
 
 TEST(SearchProposerTest, StrategyNamesTheTechnique) {
   Space space = make_space({6, 8, 10, 5});
-  for (const std::string name : {"random", "grid", "hill", "evolution"}) {
+  for (const std::string name : {"random", "grid", "hill", "evolution", "tpe"}) {
     auto proposer = make_proposer(space, 4, name);
     for (auto& p : drive(*proposer, space, bowl({3, 3, 3, 3}), 30))
       EXPECT_TRUE(p.strategy == name || p.strategy == "random") << name << " labelled " << p.strategy;
@@ -157,7 +157,7 @@ TEST(SearchProposerTest, StrategyNamesTheTechnique) {
   auto bandit = make_proposer(space, 4, "bandit");
   std::set<std::string> labels;
   for (auto& p : drive(*bandit, space, bowl({3, 3, 3, 3}), 60)) labels.insert(p.strategy);
-  EXPECT_EQ(labels, (std::set<std::string>{"random", "hill", "evolution"}));
+  EXPECT_EQ(labels, (std::set<std::string>{"hill", "tpe"}));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The search proposer's inside: the History every strategy reads, and the Strategy interface that
-// random, grid, hill climbing and evolution implement (one file each). Strategies propose; the
+// random, grid, hill climbing, evolution and tpe implement (one file each). Strategies propose; the
 // proposer (proposer.cc) checks, records and, through the AUC bandit (bandit.h), chooses among them.
 // Uses: proposer.cc and the strategy tests. Not part of the public API (that is proposer.h).
 #pragma once
@@ -88,6 +88,7 @@ std::unique_ptr<Strategy> make_random();
 std::unique_ptr<Strategy> make_grid();
 std::unique_ptr<Strategy> make_hill();
 std::unique_ptr<Strategy> make_evolution();
+std::unique_ptr<Strategy> make_tpe();
 
 // Shared helpers (random.cc).
 // A uniformly drawn point (each index uniform), not checked.
