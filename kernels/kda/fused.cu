@@ -50,16 +50,11 @@
 #ifndef KDA_TILE_UNROLL
 #define KDA_TILE_UNROLL 2  // the tiles' 8 steps of 16 channels
 #endif
-#ifndef KDA_GATE_UNROLL
-#define KDA_GATE_UNROLL 8  // the gate and cumsum loop over a half chunk's 32 rows
+#ifndef KDA_QG_ROWS
+#define KDA_QG_ROWS 2  // rows of Qg, K 2^G and Kg a thread builds at once (loads first), of 8
 #endif
 #define KDA_STR(x) #x
 #define KDA_UNROLL(n) _Pragma(KDA_STR(unroll n))
-#ifdef KDA_NORM_UNROLL  // the l2 norm's 8 steps of 8 columns (default: the compiler's choice)
-#define KDA_NORM_LOOP KDA_UNROLL(KDA_NORM_UNROLL)
-#else
-#define KDA_NORM_LOOP
-#endif
 
 namespace longhaul::kda::gpu {
 namespace {
@@ -515,56 +510,63 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
 
     // ---- P1: gate activation and chunk-local cumsum (log2 units); beta; l2 norm of q and k ----
     const int d1 = tid & 127, half = tid >> 7;  // channel d1, rows 32 half .. +32
+    // Every shared-memory load of a loop is issued before its first store: the compiler cannot
+    // move a load above a store to the same array, so load-store-load chains pay the load latency
+    // once per row; staged, they pay it once per loop.
     {
+      float a[32];
+      const float* gf = reinterpret_cast<const float*>(sGraw) + 32 * half * 128 + d1;
+      const __nv_bfloat16* gb = reinterpret_cast<const __nv_bfloat16*>(sGraw) + 32 * half * 128 + d1;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) a[i] = p.g_bf16 ? __bfloat162float(gb[i * 128]) : gf[i * 128];
       auto cumsum = [&](auto activate) {
-        const float* gf = reinterpret_cast<const float*>(sGraw) + 32 * half * 128 + d1;
-        const __nv_bfloat16* gb = reinterpret_cast<const __nv_bfloat16*>(sGraw) + 32 * half * 128 + d1;
         float run = 0.f;
-        KDA_UNROLL(KDA_GATE_UNROLL)
+#pragma unroll
         for (int i = 0; i < 32; ++i) {
-          const float x = p.g_bf16 ? __bfloat162float(gb[i * 128]) : gf[i * 128];
-          run += 32 * half + i < rows ? activate(x) * kLog2e : 0.f;
-          sG[(32 * half + i) * kLdG + d1] = run;  // the half's own prefix; the lower half's total is added below
+          run += 32 * half + i < rows ? activate(a[i]) * kLog2e : 0.f;
+          a[i] = run;
         }
-        sLA[half * 128 + d1] = run;
       };
       const float lb = p.lower_bound;
       if (p.gate == KDA_GATE_LOWER_BOUND_SIGMOID) cumsum([&](float x) { return lb * Sigmoid(a_log * (x + dtb)); });
       else if (p.gate == KDA_GATE_SOFTPLUS) cumsum([&](float x) { return -a_log * Softplus(x + dtb); });
       else cumsum([](float x) { return x; });
-    }
-    if (tid < kC) {
-      float bt = beta_next;
-      if (p.beta_sigmoid) bt = (p.neg_eigval ? 2.f : 1.f) * Sigmoid(bt);
-      sBeta[tid] = tid < rows ? bt : 0.f;
-      if (c + 1 < nchunks) beta_next = load_beta(c + 1);  // consumed a chunk from now
+      if (!half) sLA[d1] = a[31];  // the lower half's total, which the upper half's rows add
+      if (tid < kC) {
+        float bt = beta_next;
+        if (p.beta_sigmoid) bt = (p.neg_eigval ? 2.f : 1.f) * Sigmoid(bt);
+        sBeta[tid] = tid < rows ? bt : 0.f;
+        if (c + 1 < nchunks) beta_next = load_beta(c + 1);  // consumed a chunk from now
+      }
+      __syncthreads();
+      const float off = half ? sLA[d1] : 0.f;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) sG[(32 * half + i) * kLdG + d1] = a[i] + off;
     }
     if (p.l2norm) {  // row job: q rows 0..63, k rows 64..127; two threads a row, 64 columns each
       const int job = tid >> 1, part = tid & 1;
       __nv_bfloat16* row = (job < kC ? sQ : sK) + (job & 63) * kLdQK + 64 * part;
+      uint4 raw[8];
+#pragma unroll
+      for (int m = 0; m < 8; ++m) raw[m] = *reinterpret_cast<const uint4*>(row + 8 * m);
       float ss = 0.f;
-      KDA_NORM_LOOP
+#pragma unroll
       for (int m = 0; m < 8; ++m) {
         float x[8];
-        Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);
+        Unpack8(raw[m], x);
 #pragma unroll
         for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
       }
       ss += __shfl_xor_sync(0xffffffffu, ss, 1);
       const float rn = rsqrtf(ss + 1e-6f);
-      KDA_NORM_LOOP
+#pragma unroll
       for (int m = 0; m < 8; ++m) {
         float x[8];
-        Unpack8(*reinterpret_cast<const uint4*>(row + 8 * m), x);
+        Unpack8(raw[m], x);
 #pragma unroll
         for (int e = 0; e < 8; ++e) x[e] *= rn;
         *reinterpret_cast<uint4*>(row + 8 * m) = Pack8(x);
       }
-    }
-    __syncthreads();
-    if (half) {
-      const float off = sLA[d1];
-      for (int i = 32; i < 64; ++i) sG[i * kLdG + d1] += off;
     }
     __syncthreads();
     mark(1);
@@ -579,29 +581,40 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     if (warp < 4) {
       Invert<BV>(smem, tid);
     } else {
-      for (int j = tid - 128; j < 1024 + 16; j += 128) {
-        if (j < 1024) {
-          const int r = j >> 4, d8 = (j & 15) * 8;
-          float G8[8], L8[8], q8[8], k8[8], o1[8], o2[8], o3[8];
-          *reinterpret_cast<float4*>(G8) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8);
-          *reinterpret_cast<float4*>(G8 + 4) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8 + 4);
-          *reinterpret_cast<float4*>(L8) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8);
-          *reinterpret_cast<float4*>(L8 + 4) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8 + 4);
-          Unpack8(*reinterpret_cast<const uint4*>(sQ + r * kLdQK + d8), q8);
-          Unpack8(*reinterpret_cast<const uint4*>(sK + r * kLdQK + d8), k8);
+      // KDA_QG_ROWS rows at a time, all their loads before any store (see P1); the last row's
+      // decay L8 is the same for every row of this thread.
+      const int d8 = (tid & 15) * 8, r0 = (tid - 128) >> 4;  // rows r0 + 8 i, i < 8
+      float L8[8];
+      *reinterpret_cast<float4*>(L8) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8);
+      *reinterpret_cast<float4*>(L8 + 4) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8 + 4);
+      static_assert(8 % KDA_QG_ROWS == 0, "KDA_QG_ROWS divides the 8 rows of a thread");
+      for (int i = 0; i < 8; i += KDA_QG_ROWS) {
+        float G8[KDA_QG_ROWS][8], q8[KDA_QG_ROWS][8], k8[KDA_QG_ROWS][8];
+#pragma unroll
+        for (int u = 0; u < KDA_QG_ROWS; ++u) {
+          const int r = r0 + 8 * (i + u);
+          *reinterpret_cast<float4*>(G8[u]) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8);
+          *reinterpret_cast<float4*>(G8[u] + 4) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8 + 4);
+          Unpack8(*reinterpret_cast<const uint4*>(sQ + r * kLdQK + d8), q8[u]);
+          Unpack8(*reinterpret_cast<const uint4*>(sK + r * kLdQK + d8), k8[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < KDA_QG_ROWS; ++u) {
+          const int r = r0 + 8 * (i + u);
+          float o1[8], o2[8], o3[8];
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
-            const float e1 = Ex2(G8[e]), e2 = Ex2(L8[e] - G8[e]);  // both <= 1
-            o1[e] = p.scale * q8[e] * e1, o2[e] = k8[e] * e1, o3[e] = k8[e] * e2;
+            const float e1 = Ex2(G8[u][e]), e2 = Ex2(L8[e] - G8[u][e]);  // both <= 1
+            o1[e] = p.scale * q8[u][e] * e1, o2[e] = k8[u][e] * e1, o3[e] = k8[u][e] * e2;
           }
           *reinterpret_cast<uint4*>(sQg + r * kLdB + d8) = Pack8(o1);
           *reinterpret_cast<uint4*>(sKgam + r * kLdB + d8) = Pack8(o2);
           *reinterpret_cast<uint4*>(sKg + r * kLdB + d8) = Pack8(o3);
-        } else {
-          const int d8 = (j - 1024) * 8;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) sGam[d8 + e] = Ex2(sG[(kC - 1) * kLdG + d8 + e]);
         }
+      }
+      if (tid - 128 < 16) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sGam[(tid - 128) * 8 + e] = Ex2(L8[e]);
       }
     }
     __syncthreads();
