@@ -5,15 +5,21 @@
 // every row past S_b and the block table's unused entries garbage; the float64 CPU backend
 // (mla_fwd_cpu) on those very values; the GPU's o, LSE and workspace poisoned with NaN first.
 //
-// Tolerances (o is bf16, so its own rounding is 2^-9 relative; P enters PV as bf16, 2^-9 relative
-// a term; the rest is fp32):
-//   o:   |o - ref| <= 2^-7 |ref| + 2^-9 max|ref|  elementwise (two bf16 ulps of the element, plus
-//        half an ulp of the row scale for cancelling sums), and RMS(o - ref)/RMS(ref) <= 5e-3
+// Tolerances (o is bf16, so its own rounding is up to 2^-8 |o|; P enters PV as bf16, each weight
+// off by up to 2^-8 of itself, independently, so o's error from P is a random sum on the scale of the
+// row's outputs, and the largest of the ~10^5 such errors of a case reaches ~4.5 standard
+// deviations; the rest is fp32):
+//   o:   |o - ref| <= 2^-7 |ref| + 2^-8 max_row|ref|  elementwise (two bf16 roundings of the element,
+//        plus one of the largest output of its row, for sums that cancel), and RMS(o - ref)/RMS(ref)
+//        <= 5e-3. The second term was 2^-9 of the largest output of the whole case until seed
+//        7623685896965972316 failed it at 1.03 (B5 H128: a near-zero output of a 130-token row,
+//        whose P rounding error is larger than that of the case's long rows); per row it is 0.55
+//        there, and tighter than before for long rows beside short ones.
 //   lse: |lse - ref| <= 1e-4 + 1e-5 |ref|  (fp32 scores and sums); rows with no key: ref = -inf,
 //        and the GPU must give -inf and o = 0 exactly
 // Any NaN fails. One line per case; exit status 1 on any failure.
 //
-// Usage: gpu_check [seed]
+// Usage: gpu_check [seed [case]]  (case: the index of the one case to run; the same inputs as in a full run)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -142,15 +148,16 @@ static bool RunCase(const Case& c, uint64_t seed) {
   CK(cudaMemcpy(o_gpu.data(), dout, NO * 2, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(lse_gpu.data(), dlse, NL * 4, cudaMemcpyDeviceToHost));
 
-  double amax = 0, num = 0, den = 0;
-  for (float r : o_ref) amax = std::max(amax, double(std::fabs(r)));
-  double worst = 0, lse_err = 0;  // worst = max |d| / tol
-  size_t bad = 0, empty_rows = 0;
+  std::vector<double> row_max(NL, 0.0);
+  for (size_t i = 0; i < NO; ++i) row_max[i / kDV] = std::max(row_max[i / kDV], double(std::fabs(o_ref[i])));
+  double num = 0, den = 0, worst = 0, lse_err = 0;  // worst = max |d| / tol
+  size_t bad = 0, empty_rows = 0, worst_at = 0;
   for (size_t i = 0; i < NO; ++i) {
     const double r = o_ref[i], g = Bf16ToFloat(o_gpu[i]), d = std::fabs(g - r);
-    const double tol = std::ldexp(std::fabs(r), -7) + std::ldexp(amax, -9);
+    const double tol = std::ldexp(std::fabs(r), -7) + std::ldexp(row_max[i / kDV], -8);
     const double ratio = d / (tol > 0 ? tol : 1e-30);
     if (!(ratio <= 1.0)) ++bad;  // NaN counts
+    if (!(ratio <= worst)) worst_at = i;
     worst = std::max(worst, std::isnan(ratio) ? INFINITY : ratio);
     num += d * d, den += r * r;
   }
@@ -171,6 +178,11 @@ static bool RunCase(const Case& c, uint64_t seed) {
   const bool ok = bad == 0 && rms <= 5e-3;
   std::printf("%-52s o err/tol %.3f rms %.2e  lse err %.2e  empty rows %zu  ws %.1f MB  %s\n", c.name.c_str(),
               worst, rms, lse_err, empty_rows, ws_bytes / 1e6, ok ? "PASS" : "FAIL");
+  if (!ok) {  // where the worst element is, to tell a rounding tail from a wrong row or split
+    const size_t row = worst_at / kDV, b = row / (size_t(s_q) * H), t = row / H % s_q, h = row % H;
+    std::printf("  worst at b %zu t %zu h %zu col %zu (S_b %d): ref %.6g gpu %.6g; row max |ref| %.4g\n", b, t, h,
+                worst_at % kDV, c.seqlens[b], double(o_ref[worst_at]), double(Bf16ToFloat(o_gpu[worst_at])), row_max[row]);
+  }
   std::fflush(stdout);
   for (void* ptr : {(void*)dq, (void*)dkv, (void*)dbt, (void*)dsl, (void*)dout, (void*)dlse, ws})
     if (ptr) CK(cudaFree(ptr));
@@ -180,7 +192,7 @@ static bool RunCase(const Case& c, uint64_t seed) {
 int main(int argc, char** argv) {
   const uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10)
                                  : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::printf("mla gpu_check seed %llu; o: |d| <= 2^-7|ref| + 2^-9 max|ref| and rms <= 5e-3; "
+  std::printf("mla gpu_check seed %llu; o: |d| <= 2^-7|ref| + 2^-8 max_row|ref| and rms <= 5e-3; "
               "lse (natural log): |d| <= 1e-4 + 1e-5|ref|\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed ^ 0x5eed);
   std::vector<int> serving(64);
@@ -204,7 +216,10 @@ int main(int argc, char** argv) {
       {"prefill B2 H8 s_q=640 S{640,700} causal paged", 2, 640, 8, {640, 700}, true, true, 0.1, 0},
   };
   int fails = 0;
-  for (size_t i = 0; i < cases.size(); ++i) fails += !RunCase(cases[i], seed * 1000003ull + i);
-  std::printf("mla gpu_check: %d of %zu cases failed\n", fails, cases.size());
+  const size_t only = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : cases.size();
+  int runs = 0;
+  for (size_t i = 0; i < cases.size(); ++i)
+    if (only == cases.size() || i == only) fails += !RunCase(cases[i], seed * 1000003ull + i), ++runs;
+  std::printf("mla gpu_check: %d of %d cases failed\n", fails, runs);
   return fails ? 1 : 0;
 }
