@@ -73,6 +73,13 @@ static double Median(std::vector<float> x) {
   return x[x.size() / 2];
 }
 
+// Half the interquartile range: the `spread` of the metrics protocol, which tells longhaul when a
+// gain is within the noise and must be re-measured beside the incumbent before it counts.
+static double HalfIqr(std::vector<float> x) {
+  std::sort(x.begin(), x.end());
+  return (x[x.size() * 3 / 4] - x[x.size() / 4]) / 2;
+}
+
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::max(20, std::atoi(argv[1])) : 30;
   constexpr int K = 128, V = 128;
@@ -153,6 +160,7 @@ int main(int argc, char** argv) {
     p.workspace = ws, p.workspace_bytes = ws_bytes;
 
     using longhaul::kda::Variant;
+    double spread = 0;  // of the last variant timed
     auto time_variant = [&](Variant variant) {
       for (int i = 0; i < 3; ++i)
         if (longhaul::kda::FwdVariant(&p, st, variant) != KDA_OK) {
@@ -172,14 +180,17 @@ int main(int argc, char** argv) {
       std::vector<float> ms(iters);
       for (int i = 0; i < iters; ++i) CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
       for (auto& e : ev) CK(cudaEventDestroy(e));
+      spread = HalfIqr(ms);
       return Median(ms);
     };
     Row r;
     r.name = sh.name;
     r.ms1 = time_variant(Variant::kFused1);
     if (json) {
-      if (table.empty()) std::printf("{\"metric\": \"time_ms\", \"value\": %.4f, \"samples\": %d}\n", r.ms1, iters);
-      std::printf("{\"metric\": \"time_ms_%zu\", \"value\": %.4f, \"samples\": %d}\n", si, r.ms1, iters);
+      if (table.empty())
+        std::printf("{\"metric\": \"time_ms\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", r.ms1, spread, iters);
+      std::printf("{\"metric\": \"time_ms_%zu\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", si, r.ms1, spread,
+                  iters);
       r.ms2 = r.ms_two = 0;
     } else {
       r.ms_two = time_variant(Variant::kTwoStage);
