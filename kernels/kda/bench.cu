@@ -20,37 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "common/bench.cuh"
 #include "kda/kda.h"
 #include "kda/kda_gpu.cuh"
 
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-__device__ inline uint32_t Hash(uint64_t x) {
-  x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
-  return uint32_t(x);
-}
-// Approximately normal (sum of 4 uniforms, centred, unit variance) times sd, plus mean.
-__global__ void FillBf16(__nv_bfloat16* x, size_t n, uint64_t seed, float sd, float mean) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    float s = 0;
-    for (int j = 0; j < 4; ++j) s += Hash(seed * 0x9e3779b97f4a7c15ull + i * 4 + j) * (1.f / 4294967296.f);
-    x[i] = __float2bfloat16_rn(mean + sd * (s - 2.f) * 1.7320508f);
-  }
-}
-__global__ void FillF32(float* x, size_t n, uint64_t seed, float sd, float mean) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    float s = 0;
-    for (int j = 0; j < 4; ++j) s += Hash(seed * 0x9e3779b97f4a7c15ull + i * 4 + j) * (1.f / 4294967296.f);
-    x[i] = mean + sd * (s - 2.f) * 1.7320508f;
-  }
-}
+using namespace longhaul::kernels;
 
 struct Shape {
   std::string name;
@@ -68,18 +42,6 @@ struct Row {
   }
 };
 
-static double Median(std::vector<float> x) {
-  std::sort(x.begin(), x.end());
-  return x[x.size() / 2];
-}
-
-// Half the interquartile range: the `spread` of the metrics protocol, which tells longhaul when a
-// gain is within the noise and must be re-measured beside the incumbent before it counts.
-static double HalfIqr(std::vector<float> x) {
-  std::sort(x.begin(), x.end());
-  return (x[x.size() * 3 / 4] - x[x.size() / 4]) / 2;
-}
-
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::max(20, std::atoi(argv[1])) : 30;
   constexpr int K = 128, V = 128;
@@ -96,9 +58,7 @@ int main(int argc, char** argv) {
   };
   const std::string picked = getenv("BENCH_SHAPES") ? getenv("BENCH_SHAPES") : "0123";
   const bool json = getenv("BENCH_JSON") != nullptr;
-  const size_t flush_bytes = size_t(256) << 20;
-  void* flush = nullptr;
-  CK(cudaMalloc(&flush, flush_bytes));
+  const L2Flush flush;
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
   std::vector<Row> table;
@@ -167,19 +127,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "kda_fwd: %s\n", kda_last_error());
           std::exit(2);
         }
-      std::vector<cudaEvent_t> ev(2 * iters);
-      for (auto& e : ev) CK(cudaEventCreate(&e));
-      for (int i = 0; i < iters; ++i) {
-        CK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, st));
-        CK(cudaEventRecord(ev[2 * i], st));
-        longhaul::kda::FwdVariant(&p, st, variant);
-        CK(cudaEventRecord(ev[2 * i + 1], st));
-      }
-      CK(cudaStreamSynchronize(st));
-      CK(cudaGetLastError());
-      std::vector<float> ms(iters);
-      for (int i = 0; i < iters; ++i) CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
-      for (auto& e : ev) CK(cudaEventDestroy(e));
+      const std::vector<float> ms = TimeEach(st, iters, flush, [&] { longhaul::kda::FwdVariant(&p, st, variant); });
       spread = HalfIqr(ms);
       return Median(ms);
     };

@@ -18,20 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda_host.cuh"
 #include "kda/kda.h"
 #include "kda/kda_api.h"
 #include "kda/kda_gpu.cuh"
 
 using namespace longhaul::kda;
+using longhaul::kernels::ToDevice;
 
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                       \
-    }                                                                                     \
-  } while (0)
 
 struct Case {
   const char* name;
@@ -43,13 +37,6 @@ struct Case {
 
 static double Sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-template <typename T>
-static T* ToDevice(const std::vector<T>& x) {
-  T* d = nullptr;
-  CK(cudaMalloc(&d, std::max<size_t>(x.size(), 1) * sizeof(T)));
-  if (!x.empty()) CK(cudaMemcpy(d, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
 
 static double RelRms(const std::vector<double>& ref, const std::vector<double>& x) {
   double num = 0, den = 0;

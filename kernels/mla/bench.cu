@@ -25,47 +25,16 @@
 
 #include <cuda_bf16.h>
 
+#include "common/bench.cuh"
 #include "mla/mla.h"
 
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-__device__ inline uint32_t Hash(uint64_t x) {
-  x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
-  return uint32_t(x);
-}
-// Approximately normal (sum of 4 uniforms, centred, unit variance) times sd.
-__global__ void FillBf16(__nv_bfloat16* x, size_t n, uint64_t seed, float sd) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    float s = 0;
-    for (int j = 0; j < 4; ++j) s += Hash(seed * 0x9e3779b97f4a7c15ull + i * 4 + j) * (1.f / 4294967296.f);
-    x[i] = __float2bfloat16_rn(sd * (s - 2.f) * 1.7320508f);
-  }
-}
+using namespace longhaul::kernels;
 
 struct Shape {
   std::string name;
   int B, s_q, H, S;
   bool prefill;  // s_q = S, causal FLOPs
 };
-
-static double Median(std::vector<float> x) {
-  std::sort(x.begin(), x.end());
-  return x[x.size() / 2];
-}
-
-// Half the interquartile range: the `spread` of the metrics protocol, which tells longhaul when a
-// gain is within the noise and must be re-measured beside the incumbent before it counts.
-static double HalfIqr(std::vector<float> x) {
-  std::sort(x.begin(), x.end());
-  return (x[x.size() * 3 / 4] - x[x.size() / 4]) / 2;
-}
 
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::max(10, std::atoi(argv[1])) : 50;
@@ -84,9 +53,7 @@ int main(int argc, char** argv) {
   const std::string picked = getenv("BENCH_SHAPES") ? getenv("BENCH_SHAPES") : "0123456";
   const bool json = getenv("BENCH_JSON") != nullptr;
   bool first = true;
-  const size_t flush_bytes = size_t(256) << 20;
-  void* flush = nullptr;
-  CK(cudaMalloc(&flush, flush_bytes));
+  const L2Flush flush;
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
   std::printf("\n| shape | graph us | eager us | TB/s | TFLOP/s | floor us | x floor |\n|---|---|---|---|---|---|---|\n");
@@ -147,24 +114,12 @@ int main(int argc, char** argv) {
     CK(cudaGraphInstantiate(&exec, graph, 0));
     double spread = 0;  // of the last timing, us
     auto time = [&](bool use_graph) {
-      std::vector<cudaEvent_t> ev(2 * n_it);
-      for (auto& e : ev) CK(cudaEventCreate(&e));
       auto launch = [&] {
         if (use_graph) CK(cudaGraphLaunch(exec, st));
         else if (mla_fwd(&p, st) != MLA_OK) std::exit(2);
       };
       for (int i = 0; i < 2; ++i) launch();
-      for (int i = 0; i < n_it; ++i) {
-        CK(cudaMemsetAsync(flush, i & 0xff, flush_bytes, st));
-        CK(cudaEventRecord(ev[2 * i], st));
-        launch();
-        CK(cudaEventRecord(ev[2 * i + 1], st));
-      }
-      CK(cudaStreamSynchronize(st));
-      CK(cudaGetLastError());
-      std::vector<float> ms(n_it);
-      for (int i = 0; i < n_it; ++i) CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
-      for (auto& e : ev) CK(cudaEventDestroy(e));
+      const std::vector<float> ms = TimeEach(st, n_it, flush, launch);
       spread = HalfIqr(ms) * 1e3;
       return Median(ms) * 1e3;  // us
     };

@@ -32,19 +32,13 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda_host.cuh"
 #include "mla/mla.h"
 #include "mla/mla_api.h"
 
 using namespace longhaul::mla;
+using longhaul::kernels::ToDevice;
 
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                       \
-    }                                                                                     \
-  } while (0)
 
 constexpr int kD = 576, kDV = 512, kPage = 64;
 constexpr uint16_t kBf16NaN = 0x7fc0;
@@ -58,13 +52,6 @@ struct Case {
   int num_parts;  // 0: the schedule's
 };
 
-template <typename T>
-static T* ToDevice(const std::vector<T>& x) {
-  T* d = nullptr;
-  CK(cudaMalloc(&d, std::max<size_t>(x.size(), 1) * sizeof(T)));
-  if (!x.empty()) CK(cudaMemcpy(d, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
 
 static bool RunCase(const Case& c, uint64_t seed) {
   std::mt19937_64 rng(seed);

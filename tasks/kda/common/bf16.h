@@ -1,0 +1,1 @@
+../../../kernels/common/bf16.h

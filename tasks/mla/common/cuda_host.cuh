@@ -1,0 +1,1 @@
+../../../kernels/common/cuda_host.cuh
