@@ -95,7 +95,6 @@ struct Params {
   bool l2norm, beta_sigmoid, neg_eigval;
   Workspace ws;
   int skip;              // diagnostics only (env KDA_PREP_SKIP): prepare phases to leave out
-  int variant;           // kernel variant (env KDA_VARIANT, bench/check only): bit 0 = first prepare
   unsigned long long* prof;  // fused.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
 

@@ -5,12 +5,11 @@
 //   - chunk C = 64 (FLA's default; the scan's sequential step count is T/64), sub-chunk BC = 16: the
 //     recentring tile (a 16-row span keeps every factor <= 2^{8 lambda log2 e} = 2^57.7 at
 //     lambda = 5) and the M of mma.m16n8k16.
-//   - PrepareKernel2 (the default; see its comment below): 256 threads, ~107 KB of shared memory
-//     with dead regions reused, two blocks per SM; 1.25x faster than the first version (RESULTS.md
-//     step 3). PrepareKernel, the first version (KDA_VARIANT=1, for timing beside it):
-//   - 512 threads (16 warps), one block per SM (about 160 KB of shared memory): every input row is
-//     loaded with 16-byte accesses, all loads of a tensor in flight before the first use.
-//   - Aqk and L: 10 lower 16x16 tiles, one warp each, bf16 MMAs on split operands (x = hi + lo, three
+//   - 256 threads (8 warps), ~106 KB of shared memory with dead regions reused, two blocks per SM
+//     (1.25x faster than the first version's 512 threads and one block per SM, RESULTS.md step 3);
+//     bf16 inputs arrive by cp.async (fp32 ones through registers), all four tensors in flight
+//     before the first use.
+//   - Aqk and L: 10 lower 16x16 tiles over the 8 warps, bf16 MMAs on split operands (x = hi + lo, three
 //     products hi.hi + hi.lo + lo.hi: ~16 mantissa bits, FLA uses tf32 here); the exponent factors
 //     are computed while the fragments are built, so the factored q, k never touch memory.
 //   - (I + L)^{-1}: fp32 on CUDA cores, 16x16 diagonal blocks by forward substitution, then the
@@ -32,28 +31,12 @@
 namespace longhaul::kda::gpu {
 namespace {
 
-constexpr int kThreads = 512;
 constexpr int kLdB = kK + 8;   // bf16 row stride of the [64][128] tiles (+16 B: ldmatrix conflict-free)
 constexpr int kLdG = kK + 4;   // fp32 row stride of G
 constexpr int kLdL = kC + 1;   // fp32 row stride of L and Ai
 constexpr int kLdAb = kC + 8;  // bf16 row stride of Akk diag(beta)
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kExactSpan = 110.f;  // log2 units: above it, a diagonal tile is computed unfactored
-
-struct Smem {
-  __nv_bfloat16 q[kC][kLdB];
-  __nv_bfloat16 k[kC][kLdB];
-  __nv_bfloat16 v[kC][kLdB];
-  __nv_bfloat16 kg[kC][kLdB];  // k . 2^G (W's right-hand side)
-  float G[kC][kLdG];
-  float seg[4][kK];
-  float beta[kC];
-  float L[kC][kLdL];
-  float Ai[kC][kLdL];
-  float tmp[3][kBC][kBC + 1];
-  __nv_bfloat16 ab_hi[kC][kLdAb];
-  __nv_bfloat16 ab_lo[kC][kLdAb];
-};
 
 __device__ __forceinline__ void Load8(const void* base, bool bf16, int64_t off, float* x) {
   if (bf16) {
@@ -85,310 +68,9 @@ __device__ __forceinline__ float Softplus(float x) {
   return x > 20.f ? x : log1pf(__expf(x));
 }
 
-__global__ void __launch_bounds__(kThreads, 1) PrepareKernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  Smem& s = *reinterpret_cast<Smem*>(smem_raw);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int h = blockIdx.y, gc = blockIdx.x, H = p.H;
-
-  // ---- which sequence and chunk is this block? ------------------------------------------------
-  int n = 0, c = 0;
-  if (!p.cu) {
-    const int ntc = (p.T + kC - 1) / kC;
-    n = gc / ntc, c = gc % ntc;
-    if (n >= p.N) return;
-  } else {
-    int acc = 0;
-    for (n = 0; n < p.N; ++n) {
-      const int nc = int((p.cu[n + 1] - p.cu[n] + kC - 1) / kC);
-      if (gc < acc + nc) break;
-      acc += nc;
-    }
-    if (n >= p.N) return;
-    c = gc - acc;
-  }
-  const SeqInfo sq = GetSeq(p, n);
-  const int64_t t0 = sq.bos + int64_t(c) * kC;
-  const int rows = int(sq.len - int64_t(c) * kC < kC ? sq.len - int64_t(c) * kC : kC);
-  const size_t ch = size_t(gc) * H + h;
-  auto tok = [&](const int64_t* st, int i) { return sq.b * st[0] + (t0 + i) * st[1] + h * st[2]; };
-
-  // ---- phase 1: load and activate (q, k L2-normalised; g -> log2 decay; beta) -------------------
-  {
-    const int col = (tid & 15) * 8;
-    float xq[2][8], xk[2][8], xv[2][8], xg[2][8];
-#pragma unroll
-    for (int ps = 0; ps < 2; ++ps) {
-      const int r = (tid >> 4) + 32 * ps;
-      if (r < rows) {
-        Load8(p.q, p.in_bf16, tok(p.q_st, r) + col, xq[ps]);
-        Load8(p.k, p.in_bf16, tok(p.k_st, r) + col, xk[ps]);
-        Load8(p.v, p.in_bf16, tok(p.v_st, r) + col, xv[ps]);
-        Load8(p.g, p.g_bf16, tok(p.g_st, r) + col, xg[ps]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) xq[ps][e] = xk[ps][e] = xv[ps][e] = xg[ps][e] = 0.f;
-      }
-    }
-    float a_log = 1.f;
-    if (p.gate != KDA_GATE_LOG_DECAY && p.A_log) a_log = __expf(p.A_log[h]);
-#pragma unroll
-    for (int ps = 0; ps < 2; ++ps) {
-      const int r = (tid >> 4) + 32 * ps;
-      if (p.l2norm) {  // x / sqrt(sum x^2 + 1e-6) over the row's 16 lanes
-        float sq2 = 0, sk2 = 0;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) sq2 += xq[ps][e] * xq[ps][e], sk2 += xk[ps][e] * xk[ps][e];
-#pragma unroll
-        for (int o = 8; o >= 1; o >>= 1) {
-          sq2 += __shfl_xor_sync(0xffffffffu, sq2, o);
-          sk2 += __shfl_xor_sync(0xffffffffu, sk2, o);
-        }
-        const float rq = rsqrtf(sq2 + 1e-6f), rk = rsqrtf(sk2 + 1e-6f);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) xq[ps][e] *= rq, xk[ps][e] *= rk;
-      }
-      Store8(&s.q[r][col], xq[ps]);
-      Store8(&s.k[r][col], xk[ps]);
-      Store8(&s.v[r][col], xv[ps]);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        float gl = xg[ps][e];
-        if (p.gate != KDA_GATE_LOG_DECAY) {
-          const float x = gl + (p.dt_bias ? p.dt_bias[h * kK + col + e] : 0.f);
-          gl = p.gate == KDA_GATE_LOWER_BOUND_SIGMOID ? p.lower_bound * Sigmoid(a_log * x)
-                                                      : -a_log * Softplus(x);
-        }
-        s.G[r][col + e] = r < rows ? gl * kLog2e : 0.f;
-      }
-    }
-    if (tid < kC) {
-      float b = 0.f;
-      if (tid < rows) {
-        b = Load1(p.beta, p.beta_bf16, tok(p.beta_st, tid));
-        if (p.beta_sigmoid) b = (p.neg_eigval ? 2.f : 1.f) * Sigmoid(b);
-      }
-      s.beta[tid] = b;
-    }
-  }
-  __syncthreads();
-  // Chunk-local inclusive cumsum: 4 segments of 16 rows per channel, then the segment offsets.
-  {
-    const int d = tid & 127, sg = tid >> 7;
-    float run = 0.f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) run += s.G[sg * 16 + i][d], s.G[sg * 16 + i][d] = run;
-    s.seg[sg][d] = run;
-    __syncthreads();
-    float off = 0.f;
-    for (int j = 0; j < sg; ++j) off += s.seg[j][d];
-    if (sg > 0)
-#pragma unroll
-      for (int i = 0; i < 16; ++i) s.G[sg * 16 + i][d] += off;
-  }
-  __syncthreads();
-
-  // ---- phase 1b: Qg, KgT, gamma to the workspace; k 2^G into smem -------------------------------
-  if (!(p.skip & 1)) {
-    const float scale = p.scale;
-    __nv_bfloat16* Qg = p.ws.Qg + ch * kC * kK;
-    __nv_bfloat16* KgT = p.ws.KgT + ch * kK * kC;
-#pragma unroll
-    for (int ps = 0; ps < 2; ++ps) {
-      const int r = (tid >> 4) + 32 * ps, col = (tid & 15) * 8;
-      float xq[8], xk[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float gam = Exp2(s.G[r][col + e]);  // 2^{G_i} <= 1
-        xq[e] = scale * __bfloat162float(s.q[r][col + e]) * gam;
-        xk[e] = __bfloat162float(s.k[r][col + e]) * gam;
-      }
-      Store8(Qg + r * kK + col, xq);
-      Store8(&s.kg[r][col], xk);
-      // KgT[d][t8..t8+8]: k_t[d] 2^{G_last[d] - G_t[d]} <= 1
-      const int item = tid + ps * kThreads, d = item >> 3, t8 = (item & 7) * 8;
-      const float gl = s.G[kC - 1][d];
-      float xt[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) xt[e] = __bfloat162float(s.k[t8 + e][d]) * Exp2(gl - s.G[t8 + e][d]);
-      Store8(KgT + d * kC + t8, xt);
-    }
-    if (tid < kK) p.ws.gamma[ch * kK + tid] = Exp2(s.G[kC - 1][tid]);
-  }
-
-  // ---- phase 2: the 10 lower 16x16 tiles of Aqk and L, one warp each ----------------------------
-  if (warp < 10 && !(p.skip & 2)) {
-    const int r = warp < 1 ? 0 : warp < 3 ? 1 : warp < 6 ? 2 : 3;
-    const int cc = warp - (r * (r + 1)) / 2;
-    const int r0 = r * kBC, c0 = cc * kBC, g = lane >> 2, t = lane & 3;
-    const bool diag = r == cc;
-    const int nr = max(0, min(kBC, rows - r0));
-    const int am = diag ? r0 + min(kBC / 2, max(nr - 1, 0)) : r0;
-    __nv_bfloat16* Aqk = p.ws.Aqk + ch * kC * kC;
-    bool exact = false;
-    if (diag) {
-      float span = 0.f;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) span = fmaxf(span, s.G[r0][lane * 4 + e] - s.G[r0 + kBC - 1][lane * 4 + e]);
-#pragma unroll
-      for (int o = 16; o >= 1; o >>= 1) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
-      exact = span > kExactSpan;
-    }
-    if (!exact) {
-      float aq[2][4] = {}, ak[2][4] = {};
-#pragma unroll 2
-      for (int ks = 0; ks < kK / 16; ++ks) {
-        const int d0 = ks * 16;
-        uint32_t qh[4], ql[4], kh[4], kl[4];
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {  // a0 (g,2t) a1 (g+8,2t) a2 (g,2t+8) a3 (g+8,2t+8)
-          const int i = r0 + g + (x & 1) * 8, d = d0 + 2 * t + (x >> 1) * 8;
-          const float f0 = Exp2(s.G[i][d] - s.G[am][d]), f1 = Exp2(s.G[i][d + 1] - s.G[am][d + 1]);
-          const float2 qv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&s.q[i][d]));
-          const float2 kv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&s.k[i][d]));
-          SplitBf16(qv.x * f0, qv.y * f1, qh[x], ql[x]);
-          SplitBf16(kv.x * f0, kv.y * f1, kh[x], kl[x]);
-        }
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          const int j = c0 + nt * 8 + g;
-          uint32_t bh[2], bl[2];
-#pragma unroll
-          for (int x = 0; x < 2; ++x) {  // b0 (k 2t..2t+1), b1 (k 2t+8..)
-            const int d = d0 + 2 * t + x * 8;
-            const float f0 = Exp2(s.G[am][d] - s.G[j][d]), f1 = Exp2(s.G[am][d + 1] - s.G[j][d + 1]);
-            const float2 kv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&s.k[j][d]));
-            SplitBf16(kv.x * f0, kv.y * f1, bh[x], bl[x]);
-          }
-          Mma(aq[nt], qh, bh[0], bh[1]);
-          Mma(aq[nt], qh, bl[0], bl[1]);
-          Mma(aq[nt], ql, bh[0], bh[1]);
-          Mma(ak[nt], kh, bh[0], bh[1]);
-          Mma(ak[nt], kh, bl[0], bl[1]);
-          Mma(ak[nt], kl, bh[0], bh[1]);
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const int i = g + hf * 8, j = nt * 8 + 2 * t;  // tile-local
-          float a0 = p.scale * aq[nt][2 * hf], a1 = p.scale * aq[nt][2 * hf + 1];
-          float l0 = s.beta[r0 + i] * ak[nt][2 * hf], l1 = s.beta[r0 + i] * ak[nt][2 * hf + 1];
-          if (diag) {  // select, never multiply: the masked half may be huge
-            a0 = j <= i ? a0 : 0.f, a1 = j + 1 <= i ? a1 : 0.f;
-            l0 = j < i ? l0 : 0.f, l1 = j + 1 < i ? l1 : 0.f;
-          }
-          *reinterpret_cast<uint32_t*>(Aqk + (r0 + i) * kC + c0 + j) = PackBf16(a0, a1);
-          s.L[r0 + i][c0 + j] = l0, s.L[r0 + i][c0 + j + 1] = l1;
-        }
-    } else {
-      for (int pi = lane; pi < kBC * kBC; pi += 32) {
-        const int i = pi >> 4, j = pi & 15;
-        float sqk = 0.f, skk = 0.f;
-        if (j <= i) {
-          for (int d = 0; d < kK; ++d) {
-            const float e = Exp2(s.G[r0 + i][d] - s.G[r0 + j][d]);  // <= 1
-            const float kj = __bfloat162float(s.k[r0 + j][d]) * e;
-            sqk += __bfloat162float(s.q[r0 + i][d]) * kj;
-            skk += __bfloat162float(s.k[r0 + i][d]) * kj;
-          }
-        }
-        Aqk[(r0 + i) * kC + r0 + j] = __float2bfloat16_rn(p.scale * sqk);
-        s.L[r0 + i][r0 + j] = j < i ? s.beta[r0 + i] * skk : 0.f;
-      }
-    }
-  }
-  __syncthreads();
-
-  // ---- phase 3: Ai = (I + L)^{-1} ---------------------------------------------------------------
-  if (!(p.skip & 4)) {
-  if (tid < 64) {  // diagonal blocks: column col of block blk, x_i = [i==col] - sum_{j<i} L_ij x_j
-    const int r0 = (tid >> 4) * kBC, col = tid & 15;
-    float x[kBC];
-#pragma unroll
-    for (int i = 0; i < kBC; ++i) {
-      float acc = i == col ? 1.f : 0.f;
-#pragma unroll
-      for (int j = 0; j < i; ++j) acc -= s.L[r0 + i][r0 + j] * x[j];
-      x[i] = acc;
-    }
-#pragma unroll
-    for (int i = 0; i < kBC; ++i) s.Ai[r0 + i][r0 + col] = x[i];
-  }
-  __syncthreads();
-  for (int lv = 1; lv < 4; ++lv) {  // tiles (r, c = r - lv)
-    const int count = 4 - lv;
-    for (int it = tid; it < count * 256; it += kThreads) {
-      const int ti = it >> 8, i = (it >> 4) & 15, j = it & 15;
-      const int r = lv + ti, c = r - lv;
-      float acc = 0.f;  // tmp = sum_{c <= s < r} L_rs Ai_sc
-      for (int u = c * kBC; u < r * kBC; ++u) acc += s.L[r * kBC + i][u] * s.Ai[u][c * kBC + j];
-      s.tmp[ti][i][j] = acc;
-    }
-    __syncthreads();
-    for (int it = tid; it < count * 256; it += kThreads) {
-      const int ti = it >> 8, i = (it >> 4) & 15, j = it & 15;
-      const int r = lv + ti, c = r - lv;
-      float acc = 0.f;  // Ai_rc = -Ai_rr tmp
-      for (int u = 0; u <= i; ++u) acc += s.Ai[r * kBC + i][r * kBC + u] * s.tmp[ti][u][j];
-      s.Ai[r * kBC + i][c * kBC + j] = -acc;
-    }
-    __syncthreads();
-  }
-  // Akk diag(beta), split into bf16 hi + lo; zero above the diagonal.
-  for (int it = tid; it < kC * kC / 2; it += kThreads) {
-    const int i = it >> 5, j = (it & 31) * 2;
-    const float x0 = j <= i ? s.Ai[i][j] * s.beta[j] : 0.f;
-    const float x1 = j + 1 <= i ? s.Ai[i][j + 1] * s.beta[j + 1] : 0.f;
-    uint32_t hi, lo;
-    SplitBf16(x0, x1, hi, lo);
-    *reinterpret_cast<uint32_t*>(&s.ab_hi[i][j]) = hi;
-    *reinterpret_cast<uint32_t*>(&s.ab_lo[i][j]) = lo;
-  }
-  }
-  __syncthreads();
-
-  // ---- phase 4: W = Akk diag(beta) (K Gamma), U = Akk diag(beta) V --------------------------------
-  if (!(p.skip & 8)) {
-    const int mt = warp & 3, cg = warp >> 2, g = lane >> 2, t = lane & 3;
-    float aw[4][4] = {}, au[4][4] = {};
-    for (int ks = 0; ks <= mt; ++ks) {  // Akk is lower triangular: column blocks <= row block
-      uint32_t ah[4], al[4];
-      LoadA(ah, &s.ab_hi[0][0], kLdAb, mt * 16, ks * 16, lane);
-      LoadA(al, &s.ab_lo[0][0], kLdAb, mt * 16, ks * 16, lane);
-#pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        const int n0 = cg * 32 + np * 16;
-        uint32_t bw[4], bu[4];
-        LoadBKN(bw, &s.kg[0][0], kLdB, ks * 16, n0, lane);
-        LoadBKN(bu, &s.v[0][0], kLdB, ks * 16, n0, lane);
-        Mma(aw[2 * np], ah, bw[0], bw[1]);
-        Mma(aw[2 * np], al, bw[0], bw[1]);
-        Mma(aw[2 * np + 1], ah, bw[2], bw[3]);
-        Mma(aw[2 * np + 1], al, bw[2], bw[3]);
-        Mma(au[2 * np], ah, bu[0], bu[1]);
-        Mma(au[2 * np], al, bu[0], bu[1]);
-        Mma(au[2 * np + 1], ah, bu[2], bu[3]);
-        Mma(au[2 * np + 1], al, bu[2], bu[3]);
-      }
-    }
-    __nv_bfloat16* W = p.ws.W + ch * kC * kK;
-    __nv_bfloat16* U = p.ws.U + ch * kC * kV;
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int i = mt * 16 + g + hf * 8, j = cg * 32 + nt * 8 + 2 * t;
-        *reinterpret_cast<uint32_t*>(W + i * kK + j) = PackBf16(aw[nt][2 * hf], aw[nt][2 * hf + 1]);
-        *reinterpret_cast<uint32_t*>(U + i * kV + j) = PackBf16(au[nt][2 * hf], au[nt][2 * hf + 1]);
-      }
-  }
-}
-
-// ---- variant 2: 256 threads, ~106 KB of shared memory, two blocks per SM --------------------------
-// The same math as PrepareKernel; what changes is the footprint, so that two (chunk, head) blocks
-// share an SM and one's loads and barriers overlap the other's work:
+// ---- the kernel: 256 threads, ~106 KB of shared memory, two blocks per SM -----------------------
+// The footprint is what makes two (chunk, head) blocks share an SM, so that one's loads and barriers
+// overlap the other's work:
 //   - regions are reused once dead: q -> Ai, k -> kg (in place), G -> ab_hi/ab_lo, raw g -> L;
 //   - bf16 inputs arrive by cp.async straight into shared memory (all four tensors in flight at
 //     once, no registers held), then are normalised / activated in place;
@@ -770,21 +452,15 @@ __global__ void __launch_bounds__(v2::kNT, 2) PrepareKernel2(const Params p) {
 }  // namespace
 
 cudaError_t LaunchPrepare(const Params& p, cudaStream_t stream) {
-  // variant 1: the first version (512 threads, one block per SM); 2 (default): PrepareKernel2.
-  const bool v1 = p.variant & 1;
-  const int smem = v1 ? int(sizeof(Smem)) : v2::kSmem;
-  static bool configured[2] = {false, false};  // the attribute is per function
-  if (!configured[v1]) {
-    const cudaError_t e = cudaFuncSetAttribute(v1 ? PrepareKernel : PrepareKernel2,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  static bool configured = false;
+  if (!configured) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(PrepareKernel2, cudaFuncAttributeMaxDynamicSharedMemorySize, v2::kSmem);
     if (e != cudaSuccess) return e;
-    configured[v1] = true;
+    configured = true;
   }
   if (p.max_chunks == 0) return cudaSuccess;
-  if (v1)
-    PrepareKernel<<<dim3(p.max_chunks, p.H), kThreads, smem, stream>>>(p);
-  else
-    PrepareKernel2<<<dim3(p.max_chunks, p.H), v2::kNT, smem, stream>>>(p);
+  PrepareKernel2<<<dim3(p.max_chunks, p.H), v2::kNT, v2::kSmem, stream>>>(p);
   return cudaGetLastError();
 }
 
