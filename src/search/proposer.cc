@@ -34,15 +34,20 @@ class Search final : public SearchProposer {
 
   std::optional<Proposal> next() override {
     if (valid_count_ && history_.valid_taken() >= *valid_count_) return std::nullopt;
-    size_t arm = bandit_ ? bandit_->choose() : 0;
-    auto p = techniques_[arm]->propose(rng_, history_);
-    if (p && (!space_.valid(*p) || history_.taken(*p))) p.reset();  // a strategy's bug, not the run's
+    const size_t chosen = bandit_ ? bandit_->choose() : 0;
+    size_t arm = chosen;
+    auto p = propose_from(arm);
+    if (!p && bandit_) {
+      bandit_->record(chosen, false);  // a use that produced nothing
+      // The other arms next, in a fixed order: one arm stuck (tpe draws blind to constraints) must
+      // not end a run that another can continue.
+      for (size_t i = 1; i < techniques_.size() && !p; ++i) p = propose_from(arm = (chosen + i) % techniques_.size());
+    }
     std::string label = techniques_[arm]->name();
     size_t credited = arm;
     if (p) {
       if (bandit_) bandit_->start(arm);
     } else {
-      if (bandit_) bandit_->record(arm, false);  // a use that produced nothing
       credited = kNobody;
       label = "random";
       int rounds = valid_count_ ? 1 : SearchLimits::kGiveUpRounds;  // counted: one scan is exact
@@ -52,6 +57,13 @@ class Search final : public SearchProposer {
     history_.add_pending(*p);
     in_flight_[*p] = credited;
     return Proposal{*p, label};
+  }
+
+  // Arm `arm`'s proposal, dropped when invalid or taken (a strategy's bug, not the run's).
+  std::optional<Point> propose_from(size_t arm) {
+    auto p = techniques_[arm]->propose(rng_, history_);
+    if (p && (!space_.valid(*p) || history_.taken(*p))) p.reset();
+    return p;
   }
 
   void observe(const Point& point, std::optional<double> score) override {
@@ -91,9 +103,9 @@ Result<std::unique_ptr<SearchProposer>> SearchProposer::create(const Space& spac
     // points. No grid arm: in a space too large to enumerate, walking it in order from the first
     // corner only spends evaluations. No random or evolution arm (OpenTuner's default bandit has no
     // pure random arm either): each use of an arm that rarely finds a gain is an evaluation the
-    // others lose; on gemm-cpu, adding either made the bandit reach 95% of the best in fewer seeds
-    // (bench/search_bench.cc runs any strategy alone or side by side). When an arm has nothing to
-    // propose, the proposer still falls back to a random point.
+    // others lose; on gemm-cpu, with either arm added, fewer of the bandit's seeds reached 95% of the
+    // best within the budget (bench/search_bench.cc runs any strategy alone or side by side). When
+    // the chosen arm has nothing to propose, the other arm is asked, then a random point is drawn.
     techniques.push_back(make_hill());
     techniques.push_back(make_tpe());
     bandit = true;

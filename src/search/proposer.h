@@ -1,6 +1,7 @@
-// The search proposer: strategies (random, grid, hill climbing, evolution) and a bandit over them,
-// all sharing one history of evaluations. Deterministic: the same seed and the same observations give
-// the same proposals, which is how a resumed run proposes what the uninterrupted run would have.
+// The search proposer: strategies (random, grid, hill climbing, evolution, tpe) and a bandit over
+// hill and tpe, all sharing one history of evaluations. Deterministic: the same seed and the same
+// observations give the same proposals, which is how a resumed run proposes what the uninterrupted
+// run would have.
 // Uses: the run loop, which replays the ledger into a fresh proposer on resume.
 #pragma once
 #include <cstdint>
@@ -20,7 +21,7 @@ struct Proposal {
 
 class SearchProposer {
  public:
-  // strategy: "bandit" (the default), "random", "grid", "hill" or "evolution".
+  // strategy: "bandit" (the default), "random", "grid", "hill", "evolution" or "tpe".
   static Result<std::unique_ptr<SearchProposer>> create(const Space& space, uint64_t seed,
                                                         const std::string& strategy);
   virtual ~SearchProposer() = default;

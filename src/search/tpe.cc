@@ -33,11 +33,13 @@ class TpeStrategy final : public Strategy {
     // The latest outcome of every distinct observed point, best first; failures last, in order.
     std::vector<Point> ranked = history.top(SIZE_MAX);
     if (ranked.size() < kStartup) return random_unseen(rng, history);
+    const size_t scored = ranked.size();
     std::set<Point> seen(ranked.begin(), ranked.end());
     for (const auto& o : history.observations())
       if (!history.score(o.point) && seen.insert(o.point).second) ranked.push_back(o.point);
 
-    size_t good = std::min(kMaxGood, std::max<size_t>(1, size_t(std::ceil(kGamma * double(ranked.size())))));
+    // The good set never reaches into the failures, however many there are.
+    const size_t good = std::min({kMaxGood, scored, std::max<size_t>(1, size_t(std::ceil(kGamma * double(ranked.size()))))});
     std::vector<std::vector<double>> l(space.dims()), g(space.dims());
     for (size_t d = 0; d < space.dims(); ++d) {
       l[d] = density(space, d, ranked.begin(), ranked.begin() + std::ptrdiff_t(good));

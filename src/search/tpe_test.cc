@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "search/search_testing.h"
 
@@ -48,6 +49,26 @@ TEST(SearchTpeTest, CandidatesFailingAreAvoided) {
   int late_failures = 0;
   for (size_t i = 60; i < proposals.size(); ++i) late_failures += proposals[i].point[0] >= 5;
   EXPECT_LT(late_failures, 20);  // random would fail about 30 of these 60
+}
+
+TEST(SearchTpeTest, ProposesWhereTheGoodPointsAreAndTheBadOnesAreNot) {
+  // The 6 best points sit half at P0 = 5 and half at P0 = 15; the 34 bad ones all at P0 = 5. Drawn
+  // from the good points alone, P0 would be near 5 about half the time; weighed against the bad
+  // ones (the ratio l/g), the proposal goes near 15.
+  Space space = make_space({20, 20, 20});
+  int near15 = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto proposer = make_proposer(space, seed, "tpe");
+    const std::vector<Point> good = {{5, 1, 5}, {5, 7, 9}, {5, 13, 14}, {15, 2, 3}, {15, 8, 11}, {15, 18, 17}};
+    for (size_t i = 0; i < good.size(); ++i) proposer->observe(good[i], 100.0 - double(i));
+    int bad = 0;
+    for (int p2 = 0; p2 < 2; ++p2)
+      for (int p1 = 0; p1 < 20 && bad < 34; ++p1, ++bad) proposer->observe({5, p1, p2}, -double(bad));
+    auto next = proposer->next();
+    ASSERT_TRUE(next);
+    near15 += std::abs(next->point[0] - 15) <= 2;
+  }
+  EXPECT_GE(near15, 18);
 }
 
 }  // namespace
