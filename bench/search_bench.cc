@@ -15,7 +15,7 @@
 // cached values, never on the order in which points were measured, so JOBS changes the time taken,
 // not the result.
 // Usage: search_bench [TASK] [SEEDS] [EVALS] [CACHE] [REPEATS] [STRATEGIES] [JOBS]
-//        (defaults: tasks/gemm-cpu 5 40 /tmp/longhaul-search-bench-cache.json 3 bandit,random 1)
+//        (defaults: tasks/gemm-cpu 5 40 /tmp/longhaul-search-bench-<task>-<content hash>.json 3 bandit,random 1)
 // STRATEGIES: comma-separated proposer strategies, each run SEEDS times (seed s + 100 * its position).
 // Prints, per strategy, the median over seeds of the evaluations needed to reach 80, 90 and 95% of the
 // reference best (a time within best/0.95 for 95%), per seed in brackets, and the median best at the end.
@@ -37,6 +37,7 @@
 #include "eval/cascade.h"
 #include "eval/workspace.h"
 #include "search/proposer.h"
+#include "task/task.h"
 #include "util/fs.h"
 
 using namespace longhaul;
@@ -320,7 +321,7 @@ int main(int argc, char** argv) {
   fs::path task_dir = argc > 1 ? argv[1] : fs::path(LONGHAUL_SOURCE_DIR) / "tasks/gemm-cpu";
   int seeds = argc > 2 ? std::atoi(argv[2]) : 5;
   int evals = argc > 3 ? std::atoi(argv[3]) : 40;
-  fs::path cache_path = argc > 4 ? argv[4] : fs::temp_directory_path() / "longhaul-search-bench-cache.json";
+  fs::path cache_path = argc > 4 ? argv[4] : "";
   int repeats = argc > 5 ? std::atoi(argv[5]) : 3;
   std::vector<std::string> strategies;
   for (std::string list = argc > 6 ? argv[6] : "bandit,random", item; !list.empty();) {
@@ -343,6 +344,11 @@ int main(int argc, char** argv) {
   auto space = Space::compile(task.space);
   if (!space) return std::fprintf(stderr, "%s\n", space.error().c_str()), 2;
 
+  // The cache holds one task's figures: by default its file is named after the task's content hash,
+  // so a changed kernel or harness starts a fresh one.
+  if (cache_path.empty())
+    cache_path = fs::temp_directory_path() / ("longhaul-search-bench-" + task.name + "-" + task_hash(task).substr(0, 12) + ".json");
+
   Measurer measurer{task, {}, repeats};
   auto files = list_files(task.dir);
   if (!files) return std::fprintf(stderr, "%s\n", files.error().c_str()), 1;
@@ -360,9 +366,17 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<std::vector<double>>> runs;
   for (const auto& t : all) runs[t.strategy].push_back(t.best);
   double baseline = all.front().best.front();
+  // Cached figures of points valid in this space (a cache file passed by hand may hold others).
+  auto figures = [&] {
+    std::vector<double> out;
+    for (const auto& [key, v] : oracle.cache().items())
+      if (auto p = space->from_json(nlohmann::json::parse(key, nullptr, false)); v.is_number() && p && space->valid(*p))
+        out.push_back(v.get<double>());
+    return out;
+  };
   auto report = [&](double reference, const std::string& how) {
     int near = 0;
-    for (const auto& [key, v] : oracle.cache().items()) near += v.is_number() && v.get<double>() <= reference / 0.95;
+    for (double f : figures()) near += f <= reference / 0.95;
     std::printf("task %s: baseline %.4g, reference best %.4g (%.2fx; %s), %zu points measured in all (%d within 95%% of "
                 "the best), %d evaluations a run, each point the least of %d bench medians, %d at once\n",
                 task.name.c_str(), baseline, reference, baseline / reference, how.c_str(), oracle.cache().size(), near,
@@ -370,9 +384,8 @@ int main(int argc, char** argv) {
     print_table(strategies, runs, reference, seeds, evals);
     std::fflush(stdout);
   };
-  double measured_best = 1e300;
-  for (const auto& [key, v] : oracle.cache().items())
-    if (v.is_number()) measured_best = std::min(measured_best, v.get<double>());
+  const std::vector<double> measured = figures();
+  const double measured_best = measured.empty() ? 1e300 : *std::min_element(measured.begin(), measured.end());
   report(measured_best, "the best measured, not polished yet");
   auto [reference, polished] = polish(*space, oracle);
   oracle.save();
