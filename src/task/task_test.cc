@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <regex>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "util/fs.h"
@@ -604,6 +607,36 @@ TEST(ShippedTasks, LoadAndNameTheirFiles) {
     EXPECT_NE(std::find(files->begin(), files->end(), f), files->end()) << f;
   EXPECT_EQ(*read_file(kda.dir / "kda/fused.cu"),
             *read_file(fs::path(LONGHAUL_SOURCE_DIR) / "kernels/kda/fused.cu"));
+}
+
+TEST(ShippedTasks, GpuTasksLinkEveryKernelFileTheirSourcesInclude) {
+  // A GPU task's workspace holds only its own files (links into kernels/), and its build runs there
+  // with KERNELS_DIR=.: every quoted include of every source must be a file of the task, and every
+  // file of kernels/<task> and kernels/common must be linked, or the build fails only on the GPU.
+  const std::regex include_re(R"re(#\s*include\s*"([^"]+)")re");
+  for (const char* name : {"kda", "mla"}) {
+    const fs::path dir = fs::path(LONGHAUL_SOURCE_DIR) / "tasks" / name;
+    auto files = list_files(dir);
+    ASSERT_TRUE(files.ok()) << name;
+    const std::set<std::string> listed(files->begin(), files->end());
+    for (const std::string folder : {std::string(name), std::string("common")})
+      for (const auto& e : fs::directory_iterator(fs::path(LONGHAUL_SOURCE_DIR) / "kernels" / folder)) {
+        const std::string ext = e.path().extension().string();
+        const std::string rel = folder + "/" + e.path().filename().string();
+        if (ext == ".cu" || ext == ".cuh" || ext == ".h" || ext == ".cc" || ext == ".sh")
+          EXPECT_TRUE(listed.count(rel) || rel.ends_with("_test.cc") || rel.ends_with("_testing.h"))  // CI's only
+              << name << " does not link " << rel;
+      }
+    for (const std::string& rel : listed) {
+      auto text = read_file(dir / rel);
+      ASSERT_TRUE(text.ok()) << rel;
+      for (std::sregex_iterator it(text->begin(), text->end(), include_re), end; it != end; ++it) {
+        const std::string inc = (*it)[1];
+        if (inc == std::string(name) + "_params.h") continue;  // written by the search, optional
+        EXPECT_TRUE(listed.count(inc)) << name << ": " << rel << " includes " << inc << ", not a file of the task";
+      }
+    }
+  }
 }
 
 }  // namespace
