@@ -66,6 +66,7 @@ TEST(Cli, RunStatusLogExport) {
                              " --seed 3 --max-evals 25");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("[25 evals"), std::string::npos) << "progress line:\n" << r.err;
+  EXPECT_NE(r.err.find("no spread"), std::string::npos) << "quadratic's bench prints no spread:\n" << r.err;
   EXPECT_NE(r.out.find("stopped: max_evals"), std::string::npos) << r.out;
   EXPECT_EQ(longhaul("run " + fixture("tasks/quadratic").string() + " --out " + run.string()).exit_code, 2)
       << "a second run into the same folder must be refused";
@@ -190,8 +191,9 @@ TEST(Cli, CloseCallsAreRemeasuredInterleavedWithTheIncumbent) {
   replace_in(task / "candidate.sh", "echo \"{\\\"metric\\\": \\\"cost\\\", \\\"value\\\": $(( (x-13)*(x-13) + (y-4)*(y-4) + 1 ))}\"",
              "echo \"{\\\"metric\\\": \\\"cost\\\", \\\"value\\\": $(( 100000 - x - y )), \\\"spread\\\": 100000}\"");
   fs::path run = fresh_dir("cli-noisy");
-  ProcessResult r = longhaul("run " + task.string() + " --out " + run.string() + " --max-evals 6 -q");
+  ProcessResult r = longhaul("run " + task.string() + " --out " + run.string() + " --max-evals 6");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("no spread"), std::string::npos) << "this bench prints its spread:\n" << r.err;
   auto events = read_events(run);
   int remeasures = 0;
   for (size_t i = 0; i < events.size(); ++i) {

@@ -25,6 +25,14 @@ class Progress {
   ~Progress() { done(); }
   void update(const RunState& s, const Attempt& a) {
     if (quiet_) return;
+    if (a.baseline() && a.metric && a.spread == 0) {
+      done();
+      std::fprintf(stderr,
+                   "longhaul: note: the bench gave the baseline's %s no spread (or 0), so a gain of any size "
+                   "is crowned on one measurement; a bench that prints \"spread\" has close calls re-measured "
+                   "(docs/metrics-protocol.md)\n",
+                   s.config["goal"].value("metric", std::string("metric")).c_str());
+    }
     std::string what = fmt::format("#{} {} {}", a.index, a.strategy, a.outcome);
     if (a.metric) what += " " + format_metric(s, *a.metric);
     if (a.crowned) what += " *";
