@@ -58,7 +58,7 @@ struct Measurer {
     fs::remove_all(ws);
     std::optional<double> value;
     if (make_workspace(task, c, ws)) {
-      CascadeContext ctx{ws, uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()), nullptr, {}};
+      CascadeContext ctx{ws, uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()), nullptr, {}, {}};
       EvalResult r = run_cascade(task, c, ctx);
       if (r.outcome == outcome::ok) value = r.goal->value;
       for (int i = 1; value && i < repeats; ++i) {

@@ -32,7 +32,7 @@ class Cascade : public ::testing::Test {
   EvalResult evaluate(const Candidate& c) {
     auto ws = fresh_dir("cascade-ws-" + std::to_string(counter_++));
     EXPECT_TRUE(make_workspace(task_, c, ws).ok());
-    CascadeContext ctx{ws, 7, nullptr, {}};
+    CascadeContext ctx{ws, 7, nullptr, {}, {}};
     EvalResult r = run_cascade(task_, c, ctx);
     std::filesystem::remove_all(ws);
     return r;

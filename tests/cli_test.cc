@@ -169,9 +169,13 @@ TEST(Cli, BudgetsStopForTheirReasons) {
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
     RunState s = read_state(run);
     EXPECT_EQ(s.stop_reason, reason) << args;
-    if (reason == "max_evals") EXPECT_EQ(s.evaluations, 7);
-    if (reason == "exhausted") EXPECT_EQ(s.evaluations, 9) << "a 3x3 space has 9 points";
-    if (reason == "target") EXPECT_LE(s.best_metric, 5);
+    if (reason == "max_evals") {
+      EXPECT_EQ(s.evaluations, 7);
+    } else if (reason == "exhausted") {
+      EXPECT_EQ(s.evaluations, 9) << "a 3x3 space has 9 points";
+    } else if (reason == "target") {
+      EXPECT_LE(s.best_metric, 5);
+    }
   }
 }
 

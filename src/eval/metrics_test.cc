@@ -21,7 +21,9 @@ TEST(Metrics, RejectsBadLines) {
                           "{\"metric\": \"t\", \"value\": 1, \"samples\": 0}", "{\"metric\": 3, \"value\": 1}"}) {
     auto m = parse_metrics(std::string("ok line\n") + bad + "\n");
     EXPECT_FALSE(m.ok()) << bad;
-    if (!m.ok()) EXPECT_NE(m.error().find("stdout line 2"), std::string::npos) << m.error();
+    if (!m.ok()) {
+      EXPECT_NE(m.error().find("stdout line 2"), std::string::npos) << m.error();
+    }
   }
 }
 
