@@ -62,6 +62,8 @@ class HillStrategy final : public Strategy {
   static constexpr size_t kElite = 4;
   static constexpr int kRepairReach = 2;
 
+  static bool in_range(const Space& space, size_t d, int i) { return i >= 0 && i < space.size(d); }
+
   // One step in one parameter, the continuation of the move that reached c first.
   std::optional<Point> ring1(Rng& rng, const Point& c, const History& history) {
     const Space& space = history.space();
@@ -76,7 +78,7 @@ class HillStrategy final : public Strategy {
       for (int dir : {-1, +1}) {
         Point q = c;
         q[d] += dir;
-        if (q[d] < 0 || q[d] >= space.size(d)) continue;
+        if (!in_range(space, d, q[d])) continue;
         if (space.valid(q)) {
           add(std::move(q), {d, dir});
         } else {
@@ -98,13 +100,13 @@ class HillStrategy final : public Strategy {
     const Space& space = history.space();
     for (int dist = 2;; ++dist) {
       std::vector<std::pair<Point, Move>> ring;
-      bool in_range = false;
+      bool any_in_range = false;
       for (size_t d = 0; d < space.dims(); ++d) {
         for (int dir : {-1, +1}) {
           Point q = c;
           q[d] = c[d] + dir * dist;
-          if (q[d] < 0 || q[d] >= space.size(d)) continue;
-          in_range = true;
+          if (!in_range(space, d, q[d])) continue;
+          any_in_range = true;
           if (space.valid(q) && !history.taken(q)) ring.push_back({std::move(q), {d, dir}});
         }
       }
@@ -112,7 +114,7 @@ class HillStrategy final : public Strategy {
         auto& [q, m] = ring[size_t(rng.uniform(ring.size()))];
         return remember(q, m);
       }
-      if (!in_range) return std::nullopt;
+      if (!any_in_range) return std::nullopt;
     }
   }
 
@@ -127,7 +129,7 @@ class HillStrategy final : public Strategy {
             Point q = c;
             q[d] += dd;
             q[e] += de;
-            if (q[d] < 0 || q[d] >= space.size(d) || q[e] < 0 || q[e] >= space.size(e)) continue;
+            if (!in_range(space, d, q[d]) || !in_range(space, e, q[e])) continue;
             if (space.valid(q) && !history.taken(q)) ring.push_back(std::move(q));
           }
     if (ring.empty()) return std::nullopt;
@@ -154,13 +156,12 @@ class HillStrategy final : public Strategy {
     };
     std::vector<int> offsets;
     for (int k = 1; k <= kRepairReach; ++k) offsets.insert(offsets.end(), {-k, k});
-    auto in_range = [&](size_t e, int i) { return i >= 0 && i < space.size(e); };
     for (size_t e = 0; e < space.dims(); ++e) {
       if (e == fixed) continue;
       for (int a : offsets) {
         Point r = q;
         r[e] += a;
-        if (in_range(e, r[e])) consider(r, std::abs(a));
+        if (in_range(space, e, r[e])) consider(r, std::abs(a));
       }
     }
     if (best) return best;
@@ -172,7 +173,7 @@ class HillStrategy final : public Strategy {
             Point r = q;
             r[e] += a;
             r[f] += b;
-            if (in_range(e, r[e]) && in_range(f, r[f])) consider(r, std::abs(a) + std::abs(b));
+            if (in_range(space, e, r[e]) && in_range(space, f, r[f])) consider(r, std::abs(a) + std::abs(b));
           }
         }
       }
@@ -183,7 +184,7 @@ class HillStrategy final : public Strategy {
   // The nearest valid index from c in dimension d and direction dir, or nullopt.
   static std::optional<Point> step(const Space& space, const Point& c, size_t d, int dir) {
     Point q = c;
-    for (int i = c[d] + dir; i >= 0 && i < space.size(d); i += dir) {
+    for (int i = c[d] + dir; in_range(space, d, i); i += dir) {
       q[d] = i;
       if (space.valid(q)) return q;
     }
