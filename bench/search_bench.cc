@@ -246,18 +246,24 @@ void measure_all(const Space& space, Oracle& oracle, const std::vector<Point>& p
   while (oracle.in_flight() > 0) oracle.collect();
 }
 
+// The cached figures of the points valid in this space, in cache order (a cache file passed by hand
+// may hold others).
+std::vector<std::pair<Point, double>> valid_figures(const Space& space, const Oracle& oracle) {
+  std::vector<std::pair<Point, double>> out;
+  for (const auto& [key, v] : oracle.cache().items())
+    if (auto p = space.from_json(nlohmann::json::parse(key, nullptr, false)); v.is_number() && p && space.valid(*p))
+      out.emplace_back(std::move(*p), v.get<double>());
+  return out;
+}
+
 // The best measured point, improved by coordinate descent: for each parameter in turn every other
 // value (valid points only) is measured and the fastest taken if it is faster, until a full pass over
 // the parameters moves nothing. Returns its time and how many points it measured.
 std::pair<double, int> polish(const Space& space, Oracle& oracle) {
   std::optional<Point> best;
   double best_value = 1e300;
-  for (const auto& [key, v] : oracle.cache().items()) {
-    if (!v.is_number() || v.get<double>() >= best_value) continue;
-    if (auto p = space.from_json(nlohmann::json::parse(key, nullptr, false)); p && space.valid(*p)) {
-      best = p;
-      best_value = v.get<double>();
-    }
+  for (auto& [p, v] : valid_figures(space, oracle)) {
+    if (v < best_value) best = std::move(p), best_value = v;
   }
   int before = oracle.measured();
   for (bool moved = best.has_value(); moved;) {
@@ -366,17 +372,9 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<std::vector<double>>> runs;
   for (const auto& t : all) runs[t.strategy].push_back(t.best);
   double baseline = all.front().best.front();
-  // Cached figures of points valid in this space (a cache file passed by hand may hold others).
-  auto figures = [&] {
-    std::vector<double> out;
-    for (const auto& [key, v] : oracle.cache().items())
-      if (auto p = space->from_json(nlohmann::json::parse(key, nullptr, false)); v.is_number() && p && space->valid(*p))
-        out.push_back(v.get<double>());
-    return out;
-  };
   auto report = [&](double reference, const std::string& how) {
     int near = 0;
-    for (double f : figures()) near += f <= reference / 0.95;
+    for (const auto& [p, v] : valid_figures(*space, oracle)) near += v <= reference / 0.95;
     std::printf("task %s: baseline %.4g, reference best %.4g (%.2fx; %s), %zu points measured in all (%d within 95%% of "
                 "the best), %d evaluations a run, each point the least of %d bench medians, %d at once\n",
                 task.name.c_str(), baseline, reference, baseline / reference, how.c_str(), oracle.cache().size(), near,
@@ -384,8 +382,8 @@ int main(int argc, char** argv) {
     print_table(strategies, runs, reference, seeds, evals);
     std::fflush(stdout);
   };
-  const std::vector<double> measured = figures();
-  const double measured_best = measured.empty() ? 1e300 : *std::min_element(measured.begin(), measured.end());
+  double measured_best = 1e300;
+  for (const auto& [p, v] : valid_figures(*space, oracle)) measured_best = std::min(measured_best, v);
   report(measured_best, "the best measured, not polished yet");
   auto [reference, polished] = polish(*space, oracle);
   oracle.save();
