@@ -1,5 +1,5 @@
-// mla/bench.cu: the speed bench of mla_fwd (a program): the whole pipeline (schedule + split +
-// combine kernels), bf16 q / KV / o, paged KV (pages of 64, shuffled block table), scale 1/sqrt(192).
+// mla/bench.cu: the speed bench of mla_fwd (a program): the whole pipeline (split-KV and combine
+// kernels), bf16 q / KV / o, paged KV (pages of 64, shuffled block table), scale 1/sqrt(192).
 // Random inputs (never zeros). Warm-up, then the median of --iters CUDA-event timings, each of one
 // CUDA-graph launch of mla_fwd (captured once), L2 flushed before every timed call by writing a 256
 // MB buffer, no host sync inside the loop. Also the eager (non-graph) median, for the launch cost.
@@ -12,7 +12,8 @@
 // Usage: bench [iters=50]
 // Environment: BENCH_SHAPES=035 runs only those shapes (indices into the list in main); BENCH_JSON=1
 // also prints the metrics protocol's lines (docs/metrics-protocol.md): time_us (graph-launched) for
-// the first shape run, time_us_<index> for each.
+// the first shape run, time_us_<index> for each. BENCH_NUM_PARTS=n overrides the schedule's parts per
+// m-block (mla_fwd_params.num_parts), to measure the split count's trade-off.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   };
   const std::string picked = getenv("BENCH_SHAPES") ? getenv("BENCH_SHAPES") : "0123456";
   const bool json = getenv("BENCH_JSON") != nullptr;
+  const int num_parts = getenv("BENCH_NUM_PARTS") ? std::atoi(getenv("BENCH_NUM_PARTS")) : 0;
   bool first = true;
   const L2Flush flush;
   cudaStream_t st;
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
     p.block_table = bt, p.block_table_stride = max_pages, p.max_pages = max_pages, p.num_pages = num_pages;
     mla_fwd_params_set_contiguous(&p);
     p.flags = MLA_FLAG_CAUSAL;
+    p.num_parts = num_parts;
     p.q = q, p.kv = kv, p.o = o, p.lse = lse, p.seqlens = sl, p.seqlens_host = seqlens.data();
     size_t ws_bytes = 0;
     if (mla_fwd_workspace_size(&p, &ws_bytes) != MLA_OK) return 2;

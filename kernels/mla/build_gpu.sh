@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mla/build_gpu.sh: builds the GPU side of kernels/mla into build_gpu/mla/ (ignored by git; or
 # $BUILD_GPU_DIR):
-#   libmla_cuda.so  the C API on the GPU (schedule.cu, decode.cu, combine.cu, mla_cuda.cu + mla_api.cc)
+#   libmla_cuda.so  the C API on the GPU (decode.cu, combine.cu, mla_cuda.cu + mla_api.cc)
 #   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
 #   bench           timings of mla_fwd (graph-launched, L2 flushed)
 # Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/mla/build_gpu.sh
@@ -20,13 +20,13 @@ for f in mla_api mla_cpu reference split_reference; do
   $CXX -c "$SRC/$f.cc" -o "$OUT/$f.o" &
 done
 wait
-for f in schedule decode combine; do
+for f in decode combine; do
   $NVCC $CU -Xptxas -v -c "$SRC/$f.cu" -o "$OUT/$f.o" 2> "$OUT/ptxas_$f.txt" &
   [ "$f" = decode ] && wait
 done
 wait
 $NVCC $CU -c "$SRC/mla_cuda.cu" -o "$OUT/mla_cuda.o"
-$NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/schedule.o" "$OUT/decode.o" "$OUT/combine.o" \
+$NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/decode.o" "$OUT/combine.o" \
   "$OUT/mla_cuda.o" "$OUT/mla_api.o" -o "$OUT/libmla_cuda.so"
 $NVCC $CU "$SRC/gpu_check.cu" "$OUT/mla_cpu.o" "$OUT/reference.o" \
   -L"$OUT" -lmla_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &

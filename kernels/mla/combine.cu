@@ -3,15 +3,16 @@
 // (S_b = 0: o = 0, LSE = -inf). Entries with one split were written by decode.cu and are skipped.
 //
 // One CTA of 4 warps per (output row (b, R = s*H + h), quarter of its 512 columns); a lane owns 4
-// columns (one float4), so a warp reads 512 contiguous bytes per split. Warp w takes the batches of
-// 32 splits j0 = 32 w, 32 w + 128, ...: lane j loads split j0 + j's (m, l) and turns it into its
-// weight, then the warp issues the batch's 32 float4 loads back to back (unrolled, the weight
-// shuffled in from lane j). The 4 warps' sums meet in shared memory. Why so much parallelism: at
-// B1 H64 there are only 256 (row, quarter) pairs, each over 132 splits (17 MB of partials); a warp
-// per row walking the splits one at a time took ~90 us, a warp per pair (32 CTAs) 28 us.
-//
-// Math (split_reference.h's Combine), partials j = the entry's splits in part order, slot b + p:
-//   M = max_j m_j;  L = sum_j l_j 2^(m_j - M);  o = sum_j O_j 2^(m_j - M) / L
+// columns (8 bytes of fp16), so a warp reads 256 contiguous bytes per split. The splits go in chunks
+// of 256: every warp loads the chunk's (m, l) at once (lane j: splits j, j + 32, ...), so every warp
+// knows every weight, and warp w then takes the batches of 32 splits i = w, w + 4, ... of the chunk,
+// a full batch's 32 loads issued back to back into registers, then weighted by w_j shuffled in from
+// lane j (a short batch, the tail or an entry with few splits, loads one split at a time). The 4 warps' sums meet in shared memory. Why: the kernel is a chain of
+// memory latencies, not bandwidth (8.7 MB at B1 H64 would take ~2 us); a warp per row walking the
+// splits one at a time took ~90 us, one load of (m, l) per loop trip 12 us.
+// Math (split_reference.h's Combine), partials j = the entry's splits in part order, slot b + p,
+// each stored normalised (o_j = O_j / l_j, fp16):
+//   M = max_j m_j;  w_j = l_j 2^(m_j - M);  L = sum_j w_j;  o = sum_j w_j o_j / L
 //   lse = (M + log2 L) ln 2;   M = -inf (no split saw a key for this row): o = 0, lse = -inf.
 #include "mla/mla_gpu.cuh"
 
@@ -21,8 +22,25 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kQuarters = 4;  // a CTA's share of a row: 128 columns
+constexpr int kChunk = 256;   // splits whose (m, l) a warp holds at once
 
-__global__ void __launch_bounds__(kThreads) CombineKernel(const Params p) {
+// (m_j, l_j) of split j (at ml + j * 2M); (-inf, 0) past n.
+__device__ __forceinline__ float2 LoadMl(const float* ml, int M, int n, int j) {
+  return j < n ? *reinterpret_cast<const float2*>(ml + int64_t(j) * 2 * M) : make_float2(-INFINITY, 0.f);
+}
+
+// acc += w * 4 fp16.
+__device__ __forceinline__ void Accumulate(float4& acc, float w, uint2 raw) {
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+  acc.x += w * a.x, acc.y += w * a.y, acc.z += w * b.x, acc.w += w * b.y;
+}
+
+// kBatched: full batches of 32 splits issue their loads at once (64 more registers a thread: fewer
+// CTAs an SM, which costs the serving batches, whose entries have 2 or 3 splits, 7%); without it
+// the kernel fits 32 registers, 16 CTAs an SM.
+template <bool kBatched>
+__global__ void __launch_bounds__(kThreads, kBatched ? 1 : 16) CombineKernel(const Params p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t row = blockIdx.x / kQuarters;
   const int quarter = int(blockIdx.x % kQuarters);
@@ -33,54 +51,62 @@ __global__ void __launch_bounds__(kThreads) CombineKernel(const Params p) {
   if (n == 1) return;
   const int slot0 = n > 0 ? SlotOf(b, PartOf(c0, W, Pe)) : 0;
   const float* ml = p.ml + (int64_t(slot0) * p.M + R) * 2;   // split j at ml + j * 2M
-  const float* oacc = p.oacc + (int64_t(slot0) * p.M + R) * kDimV + quarter * 128 + lane * 4;
+  const __half* opart = p.opart + (int64_t(slot0) * p.M + R) * kDimV + quarter * 128 + lane * 4;
 
   float M = -INFINITY;
-  for (int j = lane; j < n; j += 32) M = fmaxf(M, ml[int64_t(j) * 2 * p.M]);
+  for (int base = 0; base < n; base += kChunk) {
+    float2 v[kChunk / 32];
+#pragma unroll
+    for (int i = 0; i < kChunk / 32; ++i) v[i] = LoadMl(ml, p.M, n, base + lane + 32 * i);
+#pragma unroll
+    for (int i = 0; i < kChunk / 32; ++i) M = fmaxf(M, v[i].x);
+  }
 #pragma unroll
   for (int o = 16; o; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  float L = 0.f;  // this lane's share; summed over the CTA below
+  float L = 0.f;  // the lane's share of the weights (every warp sums all of them)
   if (M != -INFINITY) {
-    for (int j0 = 32 * warp; j0 < n; j0 += 32 * kWarps) {
-      float w = 0.f;  // lane j's weight for split j0 + j (0 past n, and for m_j = -inf)
-      if (j0 + lane < n) {
-        const float2 v = *reinterpret_cast<const float2*>(ml + int64_t(j0 + lane) * 2 * p.M);
-        w = exp2f(v.x - M);
-        L += v.y * w;
-      }
-      const int batch = n - j0 < 32 ? n - j0 : 32;
-      if (batch == 32) {
+    for (int base = 0; base < n; base += kChunk) {
+      float w[kChunk / 32];  // split base + lane + 32 i's weight (0 past n and for m_j = -inf)
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          const float wj = __shfl_sync(0xffffffffu, w, j);
-          const float4 v = *reinterpret_cast<const float4*>(oacc + int64_t(j0 + j) * p.M * kDimV);
-          acc.x += wj * v.x, acc.y += wj * v.y, acc.z += wj * v.z, acc.w += wj * v.w;
+      for (int i = 0; i < kChunk / 32; ++i) {
+        const float2 v = LoadMl(ml, p.M, n, base + lane + 32 * i);  // an L1 hit: loaded above
+        w[i] = v.y * exp2f(v.x - M);
+        L += w[i];
+      }
+#pragma unroll
+      for (int t = 0; t < kChunk / 32 / kWarps; ++t) {
+        const int i = t * kWarps + warp, j0 = base + 32 * i;
+        if (j0 >= n) break;
+        float wi = 0.f;  // w[i], without indexing the array by a register
+#pragma unroll
+        for (int i2 = 0; i2 < kChunk / 32; ++i2) wi = i2 == i ? w[i2] : wi;
+        const __half* src = opart + int64_t(j0) * p.M * kDimV;
+        if constexpr (kBatched) {
+          if (n - j0 >= 32) {  // a full batch: its 32 loads first, all in flight at once
+            uint2 raw[32];
+#pragma unroll
+            for (int j = 0; j < 32; ++j) raw[j] = __ldg(reinterpret_cast<const uint2*>(src + int64_t(j) * p.M * kDimV));
+#pragma unroll
+            for (int j = 0; j < 32; ++j) Accumulate(acc, __shfl_sync(0xffffffffu, wi, j), raw[j]);
+            continue;
+          }
         }
-      } else {
-        for (int j = 0; j < batch; ++j) {
-          const float wj = __shfl_sync(0xffffffffu, w, j);
-          const float4 v = *reinterpret_cast<const float4*>(oacc + int64_t(j0 + j) * p.M * kDimV);
-          acc.x += wj * v.x, acc.y += wj * v.y, acc.z += wj * v.z, acc.w += wj * v.w;
-        }
+        for (int j = 0; j < min(32, n - j0); ++j)  // one split at a time
+          Accumulate(acc, __shfl_sync(0xffffffffu, wi, j), __ldg(reinterpret_cast<const uint2*>(src + int64_t(j) * p.M * kDimV)));
       }
     }
   }
 #pragma unroll
   for (int o = 16; o; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
   __shared__ float4 sAcc[kWarps - 1][32];
-  __shared__ float sL[kWarps - 1];
-  if (warp > 0) {
-    sAcc[warp - 1][lane] = acc;
-    if (lane == 0) sL[warp - 1] = L;
-  }
+  if (warp > 0) sAcc[warp - 1][lane] = acc;
   __syncthreads();
   if (warp > 0) return;
 #pragma unroll
   for (int i = 0; i < kWarps - 1; ++i) {
     const float4 v = sAcc[i][lane];
     acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
-    L += sL[i];
   }
   const float inv = L > 0.f ? 1.f / L : 0.f;
   __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + quarter * 128 + lane * 4;
@@ -95,7 +121,11 @@ __global__ void __launch_bounds__(kThreads) CombineKernel(const Params p) {
 
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream) {
   const int64_t blocks = int64_t(p.B) * p.M * kQuarters;  // B128 H128 s_q2: 131,072 (< 2^31)
-  CombineKernel<<<unsigned(blocks), kThreads, 0, stream>>>(p);
+  // Splits an entry has: about P / B + 1 (the parts' boundaries fall inside entries).
+  if (p.parts >= 32 * p.B)
+    CombineKernel<true><<<unsigned(blocks), kThreads, 0, stream>>>(p);
+  else
+    CombineKernel<false><<<unsigned(blocks), kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

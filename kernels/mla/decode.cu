@@ -3,8 +3,8 @@
 //
 // Grid (m_blocks, P) per schedule.h: CTA (mb, part) runs query rows R in [64 mb, 64 mb + 64) of
 // every entry b whose tokens meet the part's range, over the split's keys [t0, t1) of b. An entry
-// with one split gets its bf16 o and LSE here; otherwise the split's partial (m, l, O) goes to
-// workspace slot b + part for combine.cu. Inputs bf16, accumulation fp32.
+// with one split gets its bf16 o and LSE here; otherwise the split's partial (m, l and O / l in fp16)
+// goes to workspace slot b + part for combine.cu. Inputs bf16, accumulation fp32.
 //
 // Tiles and why:
 //   kBlockM = 64 rows (s-major (s, h) pairs of one entry): 4 row groups of 16 = one mma M each.
@@ -28,12 +28,14 @@
 //   x_t = -inf for t >= the row's limit (min(t1, VisibleKeys)); m' = max(m, max_t x_t)
 //   r = (m' == -inf ? 0 : m');  alpha = 2^(m - r);  P_t = 2^(x_t - r)
 //   l = alpha l + sum_t P_t;  O = alpha O + P V;  m = m'
-//   end: one split: o = O / l, lse = (m + log2 l) ln 2 (l = 0: o = 0, lse = -inf); else (m, l, O).
+//   end: one split: o = O / l, lse = (m + log2 l) ln 2 (l = 0: o = 0, lse = -inf); else (m, l, O / l).
 // Rows of a tile past the split's (or the causal) end are zero-filled by cp.async, so NaN in unused
 // pages or past S_b never meets a P = 0 (0 * NaN = NaN).
 //
-// Correct first: no TMA, no wgmma, no warp specialisation; per-tile __syncthreads. The GPU run will
-// tell where the time goes.
+// Correct first: cp.async and mma.sync, no TMA tensor maps, no wgmma, no warp specialisation;
+// per-tile __syncthreads. Where the time goes at B1 H64 s_q1 (clock64 per CTA, 2026-12-03): of
+// ~30k cycles, the seqlens scan ~2k, Q + first KV tile ~15k (Q alone ~5k: 132 CTAs read the same
+// 74 KB), QK^T ~4k, softmax ~1k, PV ~2.4k, the partial's store ~6k (kernels/mla/RESULTS.md).
 #include "mla/mla_gpu.cuh"
 
 // Tuning knob, overridable by a longhaul search (tasks/mla writes mla_params.h): the unrolling of
@@ -60,6 +62,13 @@ constexpr int kOffP = kOffKV + 2 * kTileBytes;
 constexpr int kOffMax = kOffP + kBlockM * kBlockN * 2;
 constexpr int kOffSum = kOffMax + 2 * kBlockM * 4;
 constexpr int kSmemBytes = kOffSum + 2 * kBlockM * 4;
+// The partial O / l leaves through shared memory (the KV buffers, free by then): rows padded to
+// 1040 bytes so that the mma layout's 4-byte writes (8 rows x 4 lanes a warp) hit 32 banks, then one
+// 1 KiB bulk copy a row (a CTA's rows are contiguous in the workspace). Direct 4-byte global stores
+// took 64 store instructions a thread.
+constexpr int kOffStage = kOffKV;
+constexpr int kStageRow = kDimV * 2 + 16;
+static_assert(kBlockM * kStageRow <= 2 * kTileBytes, "the staged partial must fit the KV buffers");
 static_assert(kSmemBytes <= 232448, "over the sm_90 opt-in shared memory");
 
 __device__ __forceinline__ uint32_t Off576(int row, int chunk) {
@@ -69,23 +78,109 @@ __device__ __forceinline__ uint32_t OffP(int row, int chunk) {
   return uint32_t(row * 128 + (((chunk ^ row) & 7) << 4));
 }
 
-// Address of token t of entry b in the cache (t < S_b).
-__device__ __forceinline__ const __nv_bfloat16* KvRow(const Params& p, int b, int t) {
-  if (p.block_table) {
-    const int64_t page = p.block_table[b * p.bt_stride + t / kPageSize];
-    return p.kv + page * p.kv_st[0] + int64_t(t % kPageSize) * p.kv_st[1];
-  }
-  return p.kv + int64_t(b) * p.kv_st[0] + int64_t(t) * p.kv_st[1];
-}
-
-// Tile [u, u + 64) of entry b into sKV (base address kv_s), rows t >= stop zero-filled.
+// Tile [u, u + 64) of entry b into sKV (base address kv_s), rows t >= stop zero-filled. The tile's
+// rows lie on at most two pages (u may start mid-page), looked up once: a block-table load per
+// 16-byte copy put a dependent load in front of every cp.async.
 __device__ __forceinline__ void LoadTile(const Params& p, uint32_t kv_s, int b, int u, int stop) {
+  int64_t off0, off1;  // row r's token is at kv + (r < split ? off0 : off1) + r * kv_st[1]
+  int split = kBlockN;
+  if (p.block_table) {
+    const int32_t* pages = p.block_table + b * p.bt_stride;
+    const int pg = u / kPageSize;
+    split = (pg + 1) * kPageSize - u;
+    off0 = pages[pg] * p.kv_st[0] + int64_t(u % kPageSize) * p.kv_st[1];
+    off1 = split < stop - u ? pages[pg + 1] * p.kv_st[0] - int64_t(split) * p.kv_st[1] : off0;
+  } else {
+    off0 = off1 = int64_t(b) * p.kv_st[0] + int64_t(u) * p.kv_st[1];
+  }
   for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreads) {
-    const int row = i / kChunks, ch = i % kChunks, t = u + row;
-    const bool in = t < stop;
-    const __nv_bfloat16* src = in ? KvRow(p, b, t) + ch * 8 : p.kv;
+    const int row = i / kChunks, ch = i % kChunks;
+    const bool in = u + row < stop;
+    const __nv_bfloat16* src = in ? p.kv + (row < split ? off0 : off1) + row * p.kv_st[1] + ch * 8 : p.kv;
     CpAsync16(kv_s + Off576(row, ch), src, in ? 16 : 0);
   }
+}
+
+// Rows [R0, R0 + 64) of entry b's Q into sQ (not committed), rows past M zero-filled.
+__device__ __forceinline__ void LoadQ(const Params& p, uint32_t sQ, int b, int R0) {
+  for (int i = threadIdx.x; i < kBlockM * kChunks; i += kThreads) {
+    const int row = i / kChunks, ch = i % kChunks, R = R0 + row;
+    const bool in = R < p.M;
+    const __nv_bfloat16* src =
+        in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] + ch * 8 : p.q;
+    CpAsync16(sQ + Off576(row, ch), src, in ? 16 : 0);
+  }
+}
+
+// Where part `part` starts: the total W of the token line, the part's first entry b (the first
+// with cum[b] <= PartStart < cum[b+1], so never an empty one) and c0 = cum[b]; b = B when none.
+// Every CTA scans the seqlens itself (block scans over chunks of kThreads entries, twice: the
+// parts' bounds depend on W), which costs O(B) loads from L2 and spares the pipeline a kernel of
+// its own and its launch (~3 us at B1); CTA (0, 0) also writes cum[] for the combine kernel.
+struct PartEntry {
+  int64_t W, c0;
+  int b;
+};
+
+// Inclusive scan of x over the CTA; *total = the CTA's sum. Ends with a barrier, so `scratch` (one
+// entry a warp) is free again on return.
+__device__ __forceinline__ int64_t BlockScan(int64_t x, int64_t* scratch, int64_t* total) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int64_t y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane >= d) x += y;
+  }
+  if (lane == 31) scratch[warp] = x;
+  __syncthreads();
+  int64_t before = 0, sum = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    before += w < warp ? scratch[w] : 0;
+    sum += scratch[w];
+  }
+  __syncthreads();
+  *total = sum;
+  return before + x;
+}
+
+__device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
+  __shared__ int64_t scratch[kThreads / 32];
+  __shared__ PartEntry found;
+  if (threadIdx.x == 0) found = {0, 0, p.B};  // none; BlockScan's barriers order this first
+  // Pass 1: W. The first chunk's scan is kept, so B <= kThreads reads the seqlens once.
+  const int64_t x0 = int(threadIdx.x) < p.B ? p.seqlens[threadIdx.x] : 0;
+  int64_t chunk0, W;
+  const int64_t incl0 = BlockScan(x0, scratch, &chunk0);
+  W = chunk0;
+  for (int base = kThreads; base < p.B; base += kThreads) {
+    const int b = base + int(threadIdx.x);
+    int64_t chunk;
+    BlockScan(b < p.B ? p.seqlens[b] : 0, scratch, &chunk);
+    W += chunk;
+  }
+  if (write_cum && threadIdx.x == 0) p.cum[0] = 0;
+  // Pass 2: the entry whose token range holds the part's start.
+  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
+  const int64_t start = part < Pe ? PartStart(part, W, Pe) : W;
+  int64_t carry = 0;
+  for (int base = 0; base < p.B && (write_cum || carry <= start); base += kThreads) {
+    const int b = base + int(threadIdx.x);
+    int64_t x = x0, incl = incl0, chunk = chunk0;
+    if (base > 0) {
+      x = b < p.B ? p.seqlens[b] : 0;
+      incl = BlockScan(x, scratch, &chunk);
+    }
+    incl += carry;
+    if (b < p.B) {
+      if (incl - x <= start && start < incl) found = {W, incl - x, b};
+      if (write_cum) p.cum[b + 1] = incl;
+    }
+    carry += chunk;
+  }
+  __syncthreads();
+  return {W, found.c0, found.b};
 }
 
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
@@ -98,19 +193,27 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   const int g = warp & 3, c = warp >> 2;
   const int mb = blockIdx.x, part = blockIdx.y;
 
-  const int64_t W = p.cum[p.B];
-  if (W == 0) return;
-  const int Pe = EffectiveParts(W, p.parts);
-  if (part >= Pe) return;
+  // With one entry, every part starts in entry 0: its Q rows load while the CTA scans the seqlens.
+  const int R0 = mb * kBlockM;
+  if (p.B == 1) LoadQ(p, sQ, 0, R0);
+  const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0);
+  const int64_t W = first.W;
+  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
+  if (W == 0 || part >= Pe) {
+    CpAsyncCommit();
+    CpAsyncWaitAll();  // no copy into shared memory outlives the CTA
+    return;
+  }
   const int64_t start = PartStart(part, W, Pe), end = PartStart(part + 1, W, Pe);
 
-  const int R0 = mb * kBlockM;
   const int rows_valid = min(kBlockM, p.M - R0);
   const bool active = 16 * g < rows_valid;  // the warp's rows hold real queries
   const int r_[2] = {16 * g + (lane >> 2), 16 * g + (lane >> 2) + 8};
 
-  for (int b = p.part_b[part]; b < p.B; ++b) {
-    const int64_t c0 = p.cum[b], c1 = p.cum[b + 1];
+  int64_t c1 = first.c0;
+  for (int b = first.b; b < p.B; ++b) {
+    const int64_t c0 = c1;
+    c1 = c0 + p.seqlens[b];
     if (c0 >= end) break;
     if (c1 == c0) continue;
     const int S_b = int(c1 - c0);
@@ -126,13 +229,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
     const int n_tiles = stop > t0 ? (stop - t0 + kBlockN - 1) / kBlockN : 0;
 
     __syncthreads();  // the previous segment is done with every buffer
-    for (int i = tid; i < kBlockM * kChunks; i += kThreads) {  // Q, zero rows past M
-      const int row = i / kChunks, ch = i % kChunks, R = R0 + row;
-      const bool in = R < p.M;
-      const __nv_bfloat16* src =
-          in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] + ch * 8 : p.q;
-      CpAsync16(sQ + Off576(row, ch), src, in ? 16 : 0);
-    }
+    if (p.B > 1) LoadQ(p, sQ, b, R0);  // (B = 1: issued above)
     if (n_tiles > 0) LoadTile(p, s_base + kOffKV, b, t0, stop);
     CpAsyncCommit();
 
@@ -254,12 +351,25 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
               lt > 0.f ? (m[k] + log2f(lt)) * kLn2 : -INFINITY;
       } else {
         const int64_t row = int64_t(SlotOf(b, part)) * p.M + R;
-        float* dst = p.oacc + row * kDimV + 256 * c + 2 * (lane & 3);
+        const float inv = lt > 0.f ? 1.f / lt : 0.f;
+        const uint32_t dst = s_base + kOffStage + r_[k] * kStageRow + (256 * c + 2 * (lane & 3)) * 2;
 #pragma unroll
         for (int n = 0; n < 32; ++n)
-          *reinterpret_cast<float2*>(dst + 8 * n) = make_float2(o[n][2 * k], o[n][2 * k + 1]);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackHalf(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
         if (c == 0 && (lane & 3) == 0)
           *reinterpret_cast<float2*>(p.ml + row * 2) = make_float2(m[k], lt);
+      }
+    }
+    if (nsplit > 1) {
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // st.shared -> the bulk copy
+      __syncthreads();
+      if (tid < rows_valid) {
+        __half* dst = p.opart + (int64_t(SlotOf(b, part)) * p.M + R0 + tid) * kDimV;
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                     "cp.async.bulk.commit_group;\n"
+                     "cp.async.bulk.wait_group 0;\n" ::"l"(dst),
+                     "r"(s_base + kOffStage + tid * kStageRow), "n"(kDimV * 2)
+                     : "memory");
       }
     }
   }

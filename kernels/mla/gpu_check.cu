@@ -199,6 +199,10 @@ int main(int argc, char** argv) {
       {"B2 H64 S{777,2000} s_q4 not causal contiguous", 2, 4, 64, {777, 2000}, false, false, 1.0, 0},
       {"B64 H16 S~U[1,2048] s_q1 paged (serving mix)", 64, 1, 16, serving, true, true, 1.0, 0},
       {"B2 H8 S{100,37} s_q1 num_parts 132 (tiny splits)", 2, 1, 8, {100, 37}, true, true, 1.0, 132},
+      // The combine's two paths over many splits: one entry of 8 holds ~130 splits while P < 32 B
+      // (loads one split at a time); 300 splits of one entry (batches of 32, (m, l) in two chunks).
+      {"B8 H64 S{8000,1,2,3,5,8,13,21} s_q1 paged (one long entry)", 8, 1, 64, {8000, 1, 2, 3, 5, 8, 13, 21}, true, true, 1.0, 0},
+      {"B1 H8 S12000 s_q1 num_parts 300 (300 splits)", 1, 1, 8, {12000}, true, true, 1.0, 300},
       {"prefill B1 H16 s_q=S=600 causal contiguous", 1, 600, 16, {600}, false, true, 1.0, 0},
       {"prefill B2 H8 s_q=640 S{640,700} causal paged", 2, 640, 8, {640, 700}, true, true, 0.1, 0},
   };

@@ -77,7 +77,8 @@ typedef struct mla_fwd_params {
   const int32_t* seqlens;
   const int32_t* seqlens_host;
 
-  /* q and kv share in_dtype; o is out_dtype; lse is fp32. The GPU backend: BF16 only. */
+  /* q and kv share in_dtype; o is out_dtype; lse is fp32. The GPU backend: BF16 only, and the
+   * latent (V, kv's first 512 columns) below 65504 in magnitude: split partials are fp16. */
   mla_dtype in_dtype, out_dtype;
   const void* q;  int64_t q_stride[3];   /* {b, s, h} */
   const void* kv; int64_t kv_stride[2];  /* {b, t} contiguous or {page, t} paged */

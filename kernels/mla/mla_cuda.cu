@@ -1,7 +1,7 @@
 // mla/mla_cuda.cu: the C API (mla.h) on the GPU: mla_fwd_workspace_size and mla_fwd. Validates the
 // parameters (mla_api.h's CheckParams plus this backend's limits), carves the workspace
-// (schedule.h's layout), and launches the three stages on the caller's stream: schedule.cu (prefix
-// sums of the device seqlens), decode.cu (split-KV), combine.cu (partials -> o, LSE). No host sync:
+// (schedule.h's layout), and launches the two kernels on the caller's stream: decode.cu (split-KV;
+// each CTA finds its entries from the device seqlens) and combine.cu (partials -> o, LSE). No host sync:
 // the launch can be captured in a CUDA graph, and the workspace depends on the shape only.
 //
 // This backend: bf16 q, kv and o; q and kv rows 16-byte aligned (strides multiples of 8 elements);
@@ -90,13 +90,10 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   g.causal = p.flags & MLA_FLAG_CAUSAL;
   char* base = static_cast<char*>(p.workspace);
   g.cum = reinterpret_cast<int64_t*>(base + w.cum);
-  g.part_b = reinterpret_cast<int32_t*>(base + w.part_b);
   g.ml = reinterpret_cast<float*>(base + w.ml);
-  g.oacc = reinterpret_cast<float*>(base + w.oacc);
+  g.opart = reinterpret_cast<__half*>(base + w.opart);
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (cudaError_t e = gpu::LaunchSchedule(g, s); e != cudaSuccess)
-    return SetError(MLA_ERR_CUDA, std::string("schedule: ") + cudaGetErrorString(e));
   if (cudaError_t e = gpu::LaunchDecode(g, s); e != cudaSuccess)
     return SetError(MLA_ERR_CUDA, std::string("decode: ") + cudaGetErrorString(e));
   if (cudaError_t e = gpu::LaunchCombine(g, s); e != cudaSuccess)

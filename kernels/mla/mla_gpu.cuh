@@ -1,13 +1,14 @@
-// mla/mla_gpu.cuh: what the three CUDA stages of the MLA forward share: the launch parameters, the
+// mla/mla_gpu.cuh: what the two CUDA kernels of the MLA forward share: the launch parameters, the
 // launchers, and the warp-level primitives (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async with
 // zero fill) as inline PTX.
 //
-// Uses: schedule.cu (stage 0: prefix sums and each part's first entry), decode.cu (stage 1: the
-// split-KV kernel), combine.cu (stage 2: merges partials), mla_cuda.cu (the C API launcher).
+// Uses: decode.cu (stage 1: the split-KV kernel, which also finds each part's entries from the
+// seqlens), combine.cu (stage 2: merges partials), mla_cuda.cu (the C API launcher).
 // The schedule itself (which CTA does which tokens) is mla/schedule.h, shared with the CPU model.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,13 +32,11 @@ struct Params {
   float scale_log2;          // scale * log2(e)
   bool causal;
   // The workspace (schedule.h's layout).
-  int64_t* cum;              // [B+1]
-  int32_t* part_b;           // [parts]
+  int64_t* cum;              // [B+1], written by decode CTA (0, 0), read by the combine
   float* ml;                 // [slots][M][2]
-  float* oacc;               // [slots][M][512]
+  __half* opart;             // [slots][M][512]
 };
 
-cudaError_t LaunchSchedule(const Params& p, cudaStream_t stream);
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream);
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream);
 
@@ -66,6 +65,10 @@ __device__ __forceinline__ void CpAsync16(uint32_t smem, const void* gmem, int s
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
 __device__ __forceinline__ void CpAsyncWaitAll() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
+__device__ __forceinline__ uint32_t PackHalf(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);  // .x = lo (lower address), .y = hi
+  return *reinterpret_cast<uint32_t*>(&v);
+}
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower address), .y = hi
   return *reinterpret_cast<uint32_t*>(&v);

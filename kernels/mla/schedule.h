@@ -4,7 +4,7 @@
 // headers: under nvcc the functions are __host__ __device__.
 //
 // Uses: split_reference.{h,cc} (MakeSchedule, the CPU model of the two kernels), mla_cuda.cu (the
-// grid and the workspace), decode.cu, combine.cu, schedule.cu.
+// grid and the workspace), decode.cu (which also finds each part's entries), combine.cu.
 //
 // ---- The rule ---------------------------------------------------------------------------------
 // Rows. The s_q * H query rows of one batch entry are packed s-major (row R = s * H + h, FlashMLA's
@@ -96,23 +96,27 @@ MLA_HD int SlotOf(int b, int p) { return b + p; }
 MLA_HD int64_t NumSlots(int B, int P) { return P <= 1 ? 0 : int64_t(B) + P - 1; }
 
 // ---- Workspace layout (device memory; all offsets 256-byte aligned) ----------------------------
-//   cum        int64 [B+1]            prefix sums of seqlens (schedule.cu)
-//   part_b     int32 [P]              the first entry with tokens in part p (schedule.cu)
+//   cum        int64 [B+1]            prefix sums of seqlens (written by the decode kernel's CTA
+//                                     (0, 0) for the combine kernel)
 //   ml         fp32  [slots][M][2]    per split and row: running max m (base 2, scaled) and sum l
-//   oacc       fp32  [slots][M][512]  per split and row: the unnormalised output sum_t 2^(s_t-m) v_t
+//   opart      fp16  [slots][M][512]  per split and row: the split's normalised output O / l
 // with M = s_q * H. The partials are what the decode kernel leaves and the combine kernel reads.
+// Why 16 bits and normalised: at B1 H64 the partials (132 splits x 64 rows x 512) outweigh the KV
+// itself, and halving them (17.3 -> 8.7 MB) saved ~3 us there. O / l is a convex combination of V
+// rows, so it lies in V's range; fp16, not bf16: bf16's rounding (2^-8 relative) of partials that
+// cancel in the merge took a serving-mix row past the check's 2^-8 max_row|ref| term, fp16's (2^-11)
+// is negligible. The cost: V entries must stay below fp16's 65504 in magnitude.
 struct WorkspaceLayout {
-  int64_t cum, part_b, ml, oacc, bytes;
+  int64_t cum, ml, opart, bytes;
 };
 MLA_HD int64_t AlignUp256(int64_t x) { return (x + 255) / 256 * 256; }
 MLA_HD WorkspaceLayout MakeWorkspaceLayout(int B, int s_q, int H, int P) {
   const int64_t M = int64_t(s_q) * H, slots = NumSlots(B, P);
   WorkspaceLayout w;
   w.cum = 0;
-  w.part_b = w.cum + AlignUp256((int64_t(B) + 1) * 8);
-  w.ml = w.part_b + AlignUp256(int64_t(P) * 4);
-  w.oacc = w.ml + AlignUp256(slots * M * 2 * 4);
-  w.bytes = w.oacc + AlignUp256(slots * M * kDimV * 4);
+  w.ml = w.cum + AlignUp256((int64_t(B) + 1) * 8);
+  w.opart = w.ml + AlignUp256(slots * M * 2 * 4);
+  w.bytes = w.opart + AlignUp256(slots * M * kDimV * 2);
   return w;
 }
 
