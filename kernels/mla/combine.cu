@@ -5,11 +5,14 @@
 // One CTA of 4 warps per (output row (b, R = s*H + h), quarter of its 512 columns); a lane owns 4
 // columns (8 bytes of fp16), so a warp reads 256 contiguous bytes per split. The splits go in chunks
 // of 256: every warp loads the chunk's (m, l) at once (lane j: splits j, j + 32, ...), so every warp
-// knows every weight, and warp w then takes the batches of 32 splits i = w, w + 4, ... of the chunk,
-// a full batch's 32 loads issued back to back into registers, then weighted by w_j shuffled in from
-// lane j (a short batch, the tail or an entry with few splits, loads one split at a time). The 4 warps' sums meet in shared memory. Why: the kernel is a chain of
-// memory latencies, not bandwidth (8.7 MB at B1 H64 would take ~2 us); a warp per row walking the
-// splits one at a time took ~90 us, one load of (m, l) per loop trip 12 us.
+// knows every weight; warp w then takes the batches of 32 splits i = w, w + 4, ... of the chunk. A
+// full batch issues its 32 loads back to back into registers, then weighs them by w_j shuffled in
+// from lane j; a short batch (the tail, or an entry with few splits) loads one split at a time. The
+// 4 warps' sums meet in shared memory. Why: the kernel is a chain of memory latencies, not bandwidth
+// (8.7 MB at B1 H64 would take ~2 us). At B1 H64 (ncu, the kernel alone): a warp per row walking the
+// splits one at a time took ~90 us (fp32 partials), one (m, l) load a loop trip with the loads
+// interleaved with the sums 12.9 us, this 8.8 us.
+//
 // Math (split_reference.h's Combine), partials j = the entry's splits in part order, slot b + p,
 // each stored normalised (o_j = O_j / l_j, fp16):
 //   M = max_j m_j;  w_j = l_j 2^(m_j - M);  L = sum_j w_j;  o = sum_j w_j o_j / L
@@ -36,9 +39,9 @@ __device__ __forceinline__ void Accumulate(float4& acc, float w, uint2 raw) {
   acc.x += w * a.x, acc.y += w * a.y, acc.z += w * b.x, acc.w += w * b.y;
 }
 
-// kBatched: full batches of 32 splits issue their loads at once (64 more registers a thread: fewer
-// CTAs an SM, which costs the serving batches, whose entries have 2 or 3 splits, 7%); without it
-// the kernel fits 32 registers, 16 CTAs an SM.
+// kBatched: full batches of 32 splits issue their loads at once. That takes ~110 registers a thread
+// against 32 without (16 CTAs an SM): serving batches, whose entries have 2 or 3 splits, lost 7% to
+// the batched form, so the launcher picks it only where entries have many splits.
 template <bool kBatched>
 __global__ void __launch_bounds__(kThreads, kBatched ? 1 : 16) CombineKernel(const Params p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

@@ -102,7 +102,7 @@ MLA_HD int64_t NumSlots(int B, int P) { return P <= 1 ? 0 : int64_t(B) + P - 1; 
 //   opart      fp16  [slots][M][512]  per split and row: the split's normalised output O / l
 // with M = s_q * H. The partials are what the decode kernel leaves and the combine kernel reads.
 // Why 16 bits and normalised: at B1 H64 the partials (132 splits x 64 rows x 512) outweigh the KV
-// itself, and halving them (17.3 -> 8.7 MB) saved ~3 us there. O / l is a convex combination of V
+// itself: 16 bits halve them (17.3 -> 8.7 MB). O / l is a convex combination of V
 // rows, so it lies in V's range; fp16, not bf16: bf16's rounding (2^-8 relative) of partials that
 // cancel in the merge took a serving-mix row past the check's 2^-8 max_row|ref| term, fp16's (2^-11)
 // is negligible. The cost: V entries must stay below fp16's 65504 in magnitude.

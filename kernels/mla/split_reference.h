@@ -11,7 +11,8 @@
 //   split kernel, for each tile [u, u+64) of [t0, min(t1, n)), in order, starting m = -inf, l = 0,
 //   O = 0:   m' = max(m, max_t x_t);  r = (m' == -inf ? 0 : m')
 //            l  = l 2^(m - r) + sum_t 2^(x_t - r);  O = O 2^(m - r) + sum_t 2^(x_t - r) V_t;  m = m'
-//   partial  (m, l, O): running max (base-2, scaled), sum, UNNORMALISED output.
+//   partial  (m, l, O): running max (base-2, scaled), sum, UNNORMALISED output (the GPU stores
+//            O / l in fp16 and weighs it by l in the combine: the same in exact arithmetic).
 //   combine  M = max_j m_j;  L = sum_j l_j 2^(m_j - M);  o = sum_j O_j 2^(m_j - M) / L;
 //            lse = (M + log2 L) ln 2   (natural log, as reference.h);  M = -inf: o = 0, lse = -inf.
 #pragma once
