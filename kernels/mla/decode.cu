@@ -147,8 +147,9 @@ __device__ __forceinline__ int64_t BlockScan(int64_t x, int64_t* scratch, int64_
 
 __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   __shared__ int64_t scratch[kThreads / 32];
-  __shared__ PartEntry found;
-  if (threadIdx.x == 0) found = {0, 0, p.B};  // none; BlockScan's barriers order this first
+  __shared__ int64_t found_c0;
+  __shared__ int found_b;
+  if (threadIdx.x == 0) found_c0 = 0, found_b = p.B;  // none; BlockScan's barriers order this first
   // Pass 1: W. The first chunk's scan is kept, so B <= kThreads reads the seqlens once.
   const int64_t x0 = int(threadIdx.x) < p.B ? p.seqlens[threadIdx.x] : 0;
   int64_t chunk0, W;
@@ -174,13 +175,13 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
     }
     incl += carry;
     if (b < p.B) {
-      if (incl - x <= start && start < incl) found = {W, incl - x, b};
+      if (incl - x <= start && start < incl) found_c0 = incl - x, found_b = b;
       if (write_cum) p.cum[b + 1] = incl;
     }
     carry += chunk;
   }
   __syncthreads();
-  return {W, found.c0, found.b};
+  return {W, found_c0, found_b};
 }
 
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
