@@ -13,7 +13,9 @@
 // Environment: BENCH_SHAPES=035 runs only those shapes (indices into the list in main); BENCH_JSON=1
 // also prints the metrics protocol's lines (docs/metrics-protocol.md): time_us (graph-launched) for
 // the first shape run, time_us_<index> for each. BENCH_NUM_PARTS=n overrides the schedule's parts per
-// m-block (mla_fwd_params.num_parts), to measure the split count's trade-off.
+// m-block (mla_fwd_params.num_parts), to measure the split count's trade-off. MLA_PROFILE=1: after
+// each shape's timings, one more (untimed) launch with decode.cu's phase clocks on: cycles a tile
+// and a CTA, thread 0 of each CTA.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 
 #include "common/bench.cuh"
 #include "mla/mla.h"
+#include "mla/mla_gpu.cuh"
 
 using namespace longhaul::kernels;
 
@@ -140,6 +143,22 @@ int main(int argc, char** argv) {
       std::printf("{\"metric\": \"time_us_%zu\", \"value\": %.3f, \"spread\": %.3f, \"samples\": %d}\n", si, us, us_spread,
                   n_it);
       first = false;
+    }
+    if (getenv("MLA_PROFILE")) {
+      unsigned long long* prof;
+      CK(cudaMalloc(&prof, 8 * 8));
+      CK(cudaMemset(prof, 0, 8 * 8));
+      longhaul::mla::gpu::SetProfileBuffer(prof);  // read at launch: an eager one (the graph has none)
+      if (mla_fwd(&p, st) != MLA_OK) return 2;
+      CK(cudaStreamSynchronize(st));
+      longhaul::mla::gpu::SetProfileBuffer(nullptr);
+      unsigned long long h[8];
+      CK(cudaMemcpy(h, prof, sizeof h, cudaMemcpyDeviceToHost));
+      const double tiles = std::max(1.0, double(h[6])), ctas = std::max(1.0, double(h[7]));
+      std::printf("  profile: %.0f tiles over %.0f CTAs; cycles a tile: wait %.0f  QK %.0f  softmax %.0f  PV %.0f;"
+                  " a CTA: scan %.0f  epilogue %.0f\n", tiles, ctas, h[1] / tiles, h[2] / tiles, h[3] / tiles,
+                  h[4] / tiles, h[0] / ctas, h[5] / ctas);
+      CK(cudaFree(prof));
     }
     std::fflush(stdout);
     CK(cudaGraphExecDestroy(exec));

@@ -184,7 +184,31 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   return {W, found_c0, found_b};
 }
 
+// Diagnostics (bench with MLA_PROFILE=1; p.prof null otherwise): thread 0's clock at each phase
+// boundary, summed in shared memory (no registers held for it), added to p.prof at exit:
+// [0] the seqlens scan, [1] waiting for a tile (and the other warps), [2] QK^T, [3] mask and
+// softmax, [4] PV, [5] the epilogue (row sums, then o or the partial), [6] tiles, [7] CTAs.
+enum Phase { kScan, kWait, kQK, kSoftmax, kPV, kEpilogue, kTiles, kTick };
+__device__ __forceinline__ void Mark(const Params& p, unsigned long long* prof, Phase phase) {
+  if (p.prof && threadIdx.x == 0) {
+    const unsigned long long now = clock64();
+    prof[phase] += now - prof[kTick];
+    prof[kTick] = now;
+  }
+}
+__device__ __forceinline__ void ReportProfile(const Params& p, unsigned long long* prof) {
+  if (p.prof && threadIdx.x == 0) {
+    for (int i = 0; i < kTick; ++i) atomicAdd(p.prof + i, prof[i]);
+    atomicAdd(p.prof + kTick, 1ull);
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
+  __shared__ unsigned long long prof[kTick + 1];
+  if (p.prof && threadIdx.x == 0) {
+    for (int i = 0; i < kTick; ++i) prof[i] = 0;
+    prof[kTick] = clock64();
+  }
   extern __shared__ __align__(128) uint8_t smem[];
   const uint32_t s_base = SmemAddr(smem);
   const uint32_t sQ = s_base + kOffQ, sP = s_base + kOffP;
@@ -198,11 +222,13 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   const int R0 = mb * kBlockM;
   if (p.B == 1) LoadQ(p, sQ, 0, R0);
   const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0);
+  Mark(p, prof, kScan);
   const int64_t W = first.W;
   const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
   if (W == 0 || part >= Pe) {
     CpAsyncCommit();
     CpAsyncWaitAll();  // no copy into shared memory outlives the CTA
+    ReportProfile(p, prof);
     return;
   }
   const int64_t start = PartStart(part, W, Pe), end = PartStart(part + 1, W, Pe);
@@ -246,6 +272,8 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
       if (j + 1 < n_tiles) LoadTile(p, s_base + kOffKV + ((j + 1) & 1) * kTileBytes, b, u + kBlockN, stop);
       CpAsyncCommit();
+      Mark(p, prof, kWait);
+      if (p.prof && tid == 0) ++prof[kTiles];
 
       // ---- S = Q K^T for this warp's 16 rows x 32 tokens ----------------------------------------
       float s[4][4];
@@ -266,6 +294,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
           }
         }
       }
+      Mark(p, prof, kQK);
       // ---- scale to base 2, mask, row max over the two halves ----------------------------------
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -308,6 +337,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       }
       __syncthreads();  // sP complete (both halves)
 
+      Mark(p, prof, kSoftmax);
       // ---- O[16 x 256] += P[16 x 64] V[64 x 256] (V = the tile's columns 256c ..) -----------------
       if (active) {
 #pragma unroll
@@ -325,6 +355,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
         }
       }
     }
+    Mark(p, prof, kPV);
     CpAsyncWaitAll();  // n_tiles = 0: the Q group is still outstanding
 
     // ---- the row sums over both halves, then the output or the partial -------------------------
@@ -373,7 +404,9 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
                      : "memory");
       }
     }
+    Mark(p, prof, kEpilogue);
   }
+  ReportProfile(p, prof);
 }
 
 }  // namespace

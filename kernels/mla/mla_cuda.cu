@@ -48,7 +48,12 @@ mla_status Parts(const mla_fwd_params& p, int* P) {
   return MLA_OK;
 }
 
+unsigned long long* g_profile = nullptr;
+
 }  // namespace
+
+void gpu::SetProfileBuffer(unsigned long long* buf) { g_profile = buf; }
+
 }  // namespace longhaul::mla
 
 using namespace longhaul::mla;
@@ -92,6 +97,7 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   g.cum = reinterpret_cast<int64_t*>(base + w.cum);
   g.ml = reinterpret_cast<float*>(base + w.ml);
   g.opart = reinterpret_cast<__half*>(base + w.opart);
+  g.prof = g_profile;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (cudaError_t e = gpu::LaunchDecode(g, s); e != cudaSuccess)

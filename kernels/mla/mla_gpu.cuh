@@ -35,7 +35,12 @@ struct Params {
   int64_t* cum;              // [B+1], written by decode CTA (0, 0), read by the combine
   float* ml;                 // [slots][M][2]
   __half* opart;             // [slots][M][512]
+  unsigned long long* prof;  // decode.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
+
+// Sets the buffer (8 counters, zeroed by the caller) that the following launches of this process
+// add decode.cu's phase clocks to; null (the default) turns it off.
+void SetProfileBuffer(unsigned long long* buf);
 
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream);
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream);
