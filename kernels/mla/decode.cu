@@ -17,12 +17,14 @@
 //     one CTA per SM, which is what the schedule assumes. No padding fits, hence the XOR swizzle of
 //     16-byte chunks (chunk c of row r is stored at (c & ~7) | ((c ^ r) & 7)): ldmatrix's 8 rows of
 //     one column land in 8 different bank groups.
-//   256 threads = 8 warps: warp w takes row group g = w % 4 (rows 16g..16g+15) and half c = w / 4.
-//     QK^T: the warp computes S[16 x 32] for tokens 32c..32c+31 (36 k-steps of 16 over 576).
-//     PV:   the warp accumulates O[16 x 256] for V columns 256c..256c+255 (128 fp32 registers a
-//           thread: the 64 x 512 fp32 output is 32K registers, so it must be split across warps).
-//     The two halves of a row meet twice per tile through shared memory: the row max (sMax) and
-//     the probabilities P (sP, bf16, read back as mma A fragments by both halves).
+//   256 threads = 8 warps over G = 4 row groups of 16 (G = 2 when M <= 32, 1 when M <= 16, so that
+//     H16 s_q1 puts every warp on its 16 real rows) and 8 / G column slices: warp w takes rows
+//     16 (w % G) .. + 15 and slice c = w / G.
+//     QK^T: the warp computes S[16 x 64G/8] for its slice of the tile's tokens (36 k-steps of 16).
+//     PV:   the warp accumulates O[16 x 512G/8] for its slice of V's columns (G = 4: 128 fp32
+//           registers a thread; the 64 x 512 fp32 output is 32K registers, so it must be split).
+//     The slices of a row meet twice per tile through shared memory: the row max (sMax) and the
+//     probabilities P (sP, bf16, read back as mma A fragments by every slice).
 //
 // Math per row and tile (the CPU model is split_reference.h; x in base 2: x_t = scale log2(e) q.K_t):
 //   x_t = -inf for t >= the row's limit (min(t1, VisibleKeys)); m' = max(m, max_t x_t)
@@ -101,9 +103,9 @@ __device__ __forceinline__ void LoadTile(const Params& p, uint32_t kv_s, int b, 
   }
 }
 
-// Rows [R0, R0 + 64) of entry b's Q into sQ (not committed), rows past M zero-filled.
-__device__ __forceinline__ void LoadQ(const Params& p, uint32_t sQ, int b, int R0) {
-  for (int i = threadIdx.x; i < kBlockM * kChunks; i += kThreads) {
+// Rows [R0, R0 + rows) of entry b's Q into sQ (not committed), rows past M zero-filled.
+__device__ __forceinline__ void LoadQ(const Params& p, uint32_t sQ, int b, int R0, int rows) {
+  for (int i = threadIdx.x; i < rows * kChunks; i += kThreads) {
     const int row = i / kChunks, ch = i % kChunks, R = R0 + row;
     const bool in = R < p.M;
     const __nv_bfloat16* src =
@@ -203,7 +205,18 @@ __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long lon
   }
 }
 
+// kRowGroups: the 16-row groups a CTA computes (1, 2 or 4; fewer than 4 only when M <= 16 kRowGroups,
+// so there is one m-block). The 8 warps split the rows into kRowGroups and the tokens (QK^T) and V
+// columns (PV) into 8 / kRowGroups: at H16 s_q1 every warp works on the 16 real rows, where the
+// 64-row layout left 6 of 8 warps idle and put the other two on one scheduler.
+template <int kRowGroups>
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
+  constexpr int kRows = 16 * kRowGroups;
+  constexpr int kSplit = 8 / kRowGroups;     // warps sharing a row group
+  constexpr int kTokTiles = 8 / kSplit;      // n8 tiles of tokens a warp computes in QK^T (64 / kSplit tokens)
+  constexpr int kOutTiles = 64 / kSplit;     // n8 tiles of V columns a warp accumulates (512 / kSplit)
+  static_assert(kRowGroups == 1 || kRowGroups == 2 || kRowGroups == 4, "1, 2 or 4 row groups");
+  static_assert(kSplit * kRows * 4 <= 2 * kBlockM * 4, "sMax / sSum hold kSplit x kRows floats");
   __shared__ unsigned long long prof[kTick + 1];
   if (p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kTick; ++i) prof[i] = 0;
@@ -212,15 +225,15 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   extern __shared__ __align__(128) uint8_t smem[];
   const uint32_t s_base = SmemAddr(smem);
   const uint32_t sQ = s_base + kOffQ, sP = s_base + kOffP;
-  float* sMax = reinterpret_cast<float*>(smem + kOffMax);  // [2][64]
-  float* sSum = reinterpret_cast<float*>(smem + kOffSum);  // [2][64]
+  float* sMax = reinterpret_cast<float*>(smem + kOffMax);  // [kSplit][kRows]
+  float* sSum = reinterpret_cast<float*>(smem + kOffSum);  // [kSplit][kRows]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int g = warp & 3, c = warp >> 2;
+  const int g = warp % kRowGroups, c = warp / kRowGroups;
   const int mb = blockIdx.x, part = blockIdx.y;
 
   // With one entry, every part starts in entry 0: its Q rows load while the CTA scans the seqlens.
   const int R0 = mb * kBlockM;
-  if (p.B == 1) LoadQ(p, sQ, 0, R0);
+  if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
   const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0);
   Mark(p, prof, kScan);
   const int64_t W = first.W;
@@ -256,14 +269,14 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
     const int n_tiles = stop > t0 ? (stop - t0 + kBlockN - 1) / kBlockN : 0;
 
     __syncthreads();  // the previous segment is done with every buffer
-    if (p.B > 1) LoadQ(p, sQ, b, R0);  // (B = 1: issued above)
+    if (p.B > 1) LoadQ(p, sQ, b, R0, kRows);  // (B = 1: issued above)
     if (n_tiles > 0) LoadTile(p, s_base + kOffKV, b, t0, stop);
     CpAsyncCommit();
 
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-    float o[32][4];
+    float o[kOutTiles][4];
 #pragma unroll
-    for (int n = 0; n < 32; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    for (int n = 0; n < kOutTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 
     for (int j = 0; j < n_tiles; ++j) {
       const int u = t0 + j * kBlockN;
@@ -275,33 +288,43 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       Mark(p, prof, kWait);
       if (p.prof && tid == 0) ++prof[kTiles];
 
-      // ---- S = Q K^T for this warp's 16 rows x 32 tokens ----------------------------------------
-      float s[4][4];
+      // ---- S = Q K^T for this warp's 16 rows x 8 kTokTiles tokens -------------------------------
+      float s[kTokTiles][4];
 #pragma unroll
-      for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-      if (active) {
+      for (int n = 0; n < kTokTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      const int tok0 = 8 * kTokTiles * c;  // the warp's first token in the tile
+      if (active && kTokTiles >= 2) {
         MLA_UNROLL(MLA_QK_UNROLL)
         for (int ks = 0; ks < kDimQK / 16; ++ks) {
           uint32_t a[4];
           Ldsm4(a, sQ + Off576(16 * g + (lane & 15), 2 * ks + (lane >> 4)));
 #pragma unroll
-          for (int pr = 0; pr < 2; ++pr) {
-            uint32_t bb[4];
-            Ldsm4(bb, sK + Off576(32 * c + 16 * pr + (lane & 7) + ((lane >> 4) << 3),
-                                  2 * ks + ((lane >> 3) & 1)));
+          for (int pr = 0; pr < kTokTiles / 2; ++pr) {
+            uint32_t bb[4];  // tokens +0..7 and +8..15, k halves lo / hi
+            Ldsm4(bb, sK + Off576(tok0 + 16 * pr + (lane & 7) + ((lane >> 4) << 3), 2 * ks + ((lane >> 3) & 1)));
             Mma(s[2 * pr], a, bb[0], bb[1]);
             Mma(s[2 * pr + 1], a, bb[2], bb[3]);
           }
         }
+      } else if (active) {  // one n8 tile: one ldmatrix.x4 holds its B for two k-steps
+        MLA_UNROLL(MLA_QK_UNROLL)
+        for (int ks = 0; ks < kDimQK / 16; ks += 2) {
+          uint32_t a0[4], a1[4], bb[4];
+          Ldsm4(a0, sQ + Off576(16 * g + (lane & 15), 2 * ks + (lane >> 4)));
+          Ldsm4(a1, sQ + Off576(16 * g + (lane & 15), 2 * ks + 2 + (lane >> 4)));
+          Ldsm4(bb, sK + Off576(tok0 + (lane & 7), 2 * ks + (lane >> 3)));
+          Mma(s[0], a0, bb[0], bb[1]);
+          Mma(s[0], a1, bb[2], bb[3]);
+        }
       }
       Mark(p, prof, kQK);
-      // ---- scale to base 2, mask, row max over the two halves ----------------------------------
+      // ---- scale to base 2, mask, row max over the kSplit warps of the row group ---------------
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int n = 0; n < 4; ++n)
+      for (int n = 0; n < kTokTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int t = u + 32 * c + 8 * n + 2 * (lane & 3) + (e & 1);
+          const int t = u + tok0 + 8 * n + 2 * (lane & 3) + (e & 1);
           const float x = t < lim[e >> 1] ? s[n][e] * p.scale_log2 : -INFINITY;
           s[n][e] = x;
           mx[e >> 1] = fmaxf(mx[e >> 1], x);
@@ -310,45 +333,47 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       for (int k = 0; k < 2; ++k) {
         mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 1));
         mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 2));
-        if ((lane & 3) == 0) sMax[c * kBlockM + r_[k]] = mx[k];
+        if ((lane & 3) == 0) sMax[c * kRows + r_[k]] = mx[k];
       }
       __syncthreads();
       float alpha[2], ref[2];
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        const float mn = fmaxf(m[k], fmaxf(sMax[r_[k]], sMax[kBlockM + r_[k]]));
+        float mn = m[k];
+#pragma unroll
+        for (int w = 0; w < kSplit; ++w) mn = fmaxf(mn, sMax[w * kRows + r_[k]]);
         ref[k] = mn == -INFINITY ? 0.f : mn;
         alpha[k] = exp2f(m[k] - ref[k]);
         m[k] = mn;
         l[k] *= alpha[k];
       }
 #pragma unroll
-      for (int n = 0; n < 4; ++n) {
+      for (int n = 0; n < kTokTiles; ++n) {
         const float p0 = exp2f(s[n][0] - ref[0]), p1 = exp2f(s[n][1] - ref[0]);
         const float p2 = exp2f(s[n][2] - ref[1]), p3 = exp2f(s[n][3] - ref[1]);
         l[0] += p0 + p1, l[1] += p2 + p3;
         const uint32_t at = (lane & 3) * 4;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], 4 * c + n) + at), "r"(PackBf16(p0, p1)));
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], 4 * c + n) + at), "r"(PackBf16(p2, p3)));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(PackBf16(p0, p1)));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(PackBf16(p2, p3)));
       }
 #pragma unroll
-      for (int n = 0; n < 32; ++n) {
+      for (int n = 0; n < kOutTiles; ++n) {
         o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
       }
-      __syncthreads();  // sP complete (both halves)
+      __syncthreads();  // sP complete (every warp's tokens)
 
       Mark(p, prof, kSoftmax);
-      // ---- O[16 x 256] += P[16 x 64] V[64 x 256] (V = the tile's columns 256c ..) -----------------
+      // ---- O[16 x 8 kOutTiles] += P[16 x 64] V[64 x 8 kOutTiles] (the warp's V columns) ---------
       if (active) {
 #pragma unroll
         for (int kk = 0; kk < kBlockN / 16; ++kk) {
           uint32_t a[4];
           Ldsm4(a, sP + OffP(16 * g + (lane & 15), 2 * kk + (lane >> 4)));
 #pragma unroll
-          for (int np = 0; np < 16; ++np) {
+          for (int np = 0; np < kOutTiles / 2; ++np) {
             uint32_t bb[4];
             Ldsm4T(bb, sK + Off576(16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                   32 * c + 2 * np + (lane >> 4)));
+                                   kOutTiles * c + 2 * np + (lane >> 4)));
             Mma(o[2 * np], a, bb[0], bb[1]);
             Mma(o[2 * np + 1], a, bb[2], bb[3]);
           }
@@ -358,25 +383,27 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
     Mark(p, prof, kPV);
     CpAsyncWaitAll();  // n_tiles = 0: the Q group is still outstanding
 
-    // ---- the row sums over both halves, then the output or the partial -------------------------
+    // ---- the row sums over the kSplit warps, then the output or the partial ---------------------
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       l[k] += __shfl_xor_sync(0xffffffffu, l[k], 1);
       l[k] += __shfl_xor_sync(0xffffffffu, l[k], 2);
-      if ((lane & 3) == 0) sSum[c * kBlockM + r_[k]] = l[k];
+      if ((lane & 3) == 0) sSum[c * kRows + r_[k]] = l[k];
     }
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int R = R0 + r_[k];
       if (R >= p.M) continue;
-      const float lt = sSum[r_[k]] + sSum[kBlockM + r_[k]];
+      float lt = 0.f;
+#pragma unroll
+      for (int w = 0; w < kSplit; ++w) lt += sSum[w * kRows + r_[k]];
       const int sq = R / p.H, h = R % p.H;
       if (nsplit == 1) {
         const float inv = lt > 0.f ? 1.f / lt : 0.f;
-        __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + 256 * c + 2 * (lane & 3);
+        __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + 8 * kOutTiles * c + 2 * (lane & 3);
 #pragma unroll
-        for (int n = 0; n < 32; ++n)
+        for (int n = 0; n < kOutTiles; ++n)
           *reinterpret_cast<uint32_t*>(dst + 8 * n) = PackBf16(o[n][2 * k] * inv, o[n][2 * k + 1] * inv);
         if (c == 0 && (lane & 3) == 0 && p.lse)
           p.lse[b * p.lse_st[0] + sq * p.lse_st[1] + h * p.lse_st[2]] =
@@ -384,9 +411,9 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       } else {
         const int64_t row = int64_t(SlotOf(b, part)) * p.M + R;
         const float inv = lt > 0.f ? 1.f / lt : 0.f;
-        const uint32_t dst = s_base + kOffStage + r_[k] * kStageRow + (256 * c + 2 * (lane & 3)) * 2;
+        const uint32_t dst = s_base + kOffStage + r_[k] * kStageRow + (8 * kOutTiles * c + 2 * (lane & 3)) * 2;
 #pragma unroll
-        for (int n = 0; n < 32; ++n)
+        for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackHalf(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
         if (c == 0 && (lane & 3) == 0)
           *reinterpret_cast<float2*>(p.ml + row * 2) = make_float2(m[k], lt);
@@ -409,19 +436,25 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   ReportProfile(p, prof);
 }
 
-}  // namespace
-
-cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
+template <int kRowGroups>
+cudaError_t Launch(const Params& p, cudaStream_t stream) {
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
-    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             kSmemBytes);
+    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  DecodeKernel<<<dim3(p.m_blocks, p.parts), kThreads, kSmemBytes, stream>>>(p);
+  DecodeKernel<kRowGroups><<<dim3(p.m_blocks, p.parts), kThreads, kSmemBytes, stream>>>(p);
   return cudaGetLastError();
+}
+}  // namespace
+
+cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
+  if (p.M <= 16) return Launch<1>(p, stream);
+  if (p.M <= 32) return Launch<2>(p, stream);
+  return Launch<4>(p, stream);
 }
 
 }  // namespace longhaul::mla::gpu

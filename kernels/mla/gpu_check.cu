@@ -203,6 +203,10 @@ int main(int argc, char** argv) {
       // (loads one split at a time); 300 splits of one entry (batches of 32, (m, l) in two chunks).
       {"B8 H64 S{8000,1,2,3,5,8,13,21} s_q1 paged (one long entry)", 8, 1, 64, {8000, 1, 2, 3, 5, 8, 13, 21}, true, true, 1.0, 0},
       {"B1 H8 S12000 s_q1 num_parts 300 (300 splits)", 1, 1, 8, {12000}, true, true, 1.0, 300},
+      // decode.cu's narrower layouts (M <= 16: one row group, M <= 32: two), partly filled rows.
+      {"B3 H12 S{5000,64,1} s_q2 causal paged (M 24: two row groups)", 3, 2, 12, {5000, 64, 1}, true, true, 1.0, 0},
+      {"B2 H4 S{3000,9} s_q3 causal contiguous (M 12: one row group)", 2, 3, 4, {3000, 9}, false, true, 0.1, 0},
+      {"B4 H16 S{0,0,0,0} s_q1 paged (no keys at all)", 4, 1, 16, {0, 0, 0, 0}, true, true, 1.0, 0},
       {"prefill B1 H16 s_q=S=600 causal contiguous", 1, 600, 16, {600}, false, true, 1.0, 0},
       {"prefill B2 H8 s_q=640 S{640,700} causal paged", 2, 640, 8, {640, 700}, true, true, 0.1, 0},
   };
