@@ -12,9 +12,9 @@
 //     split starts mid-page (rows are fetched one by one through the block table anyway).
 //   The KV tile (64 x 576 bf16, 72 KiB) is loaded into shared memory ONCE and serves both QK^T (all
 //     576 columns) and PV (its first 512 columns as V, via ldmatrix.trans): V is never loaded again.
-//   Shared memory: Q 72 KiB + 2 KV buffers 144 KiB (cp.async double buffering: tile j+1 loads while
-//     tile j computes) + P 8 KiB + 1 KiB of row statistics = 230,400 B of the 232,448 B opt-in, so
-//     one CTA per SM, which is what the schedule assumes. No padding fits, hence the XOR swizzle of
+//   Shared memory (Layout below): Q 72 KiB + 2 KV buffers 144 KiB + P 8 KiB + 1 KiB of row
+//     statistics = 230,400 B of the 232,448 B opt-in (one row group: Q in registers, 3 KV buffers),
+//     so one CTA per SM, which is what the schedule assumes. No padding fits, hence the XOR swizzle of
 //     16-byte chunks (chunk c of row r is stored at (c & ~7) | ((c ^ r) & 7)): ldmatrix's 8 rows of
 //     one column land in 8 different bank groups.
 //   256 threads = 8 warps over G = 4 row groups of 16 (G = 2 when M <= 32, 1 when M <= 16, so that
@@ -58,20 +58,33 @@ constexpr int kThreads = 256;
 constexpr int kChunks = kDimQK * 2 / 16;  // 72 16-byte chunks a row
 constexpr int kRowBytes = kDimQK * 2;     // 1152
 constexpr int kTileBytes = kBlockN * kRowBytes;  // 73,728
-constexpr int kOffQ = 0;
-constexpr int kOffKV = kOffQ + kBlockM * kRowBytes;
-constexpr int kOffP = kOffKV + 2 * kTileBytes;
-constexpr int kOffMax = kOffP + kBlockM * kBlockN * 2;
-constexpr int kOffSum = kOffMax + 2 * kBlockM * 4;
-constexpr int kSmemBytes = kOffSum + 2 * kBlockM * 4;
+constexpr int kSmemMax = 232448;  // sm_90's opt-in shared memory a block
+
+// Shared memory for G row groups. G = 4, 2: Q (64 rows, 72 KiB), two KV buffers (cp.async double
+// buffering: tile j+1 loads while tile j computes), P, row statistics: 230,400 B. G = 1: Q (16 rows)
+// lives in registers (each warp holds the A fragments of all 36 k-steps: 144 registers), which
+// frees room for a third KV buffer: two tiles load while one computes. At H16 one tile in flight a
+// SM kept the loads at ~3.3 TB/s while they ran (phase clocks, RESULTS.md); Q is staged in the
+// third buffer before the tiles need it.
+template <int kRowGroups>
+struct Layout {
+  static constexpr bool kQInRegisters = kRowGroups == 1;
+  static constexpr int kStages = kQInRegisters ? 3 : 2;
+  static constexpr int kOffKV = kQInRegisters ? 0 : kBlockM * kRowBytes;
+  static constexpr int kOffQ = kQInRegisters ? kOffKV + 2 * kTileBytes : 0;
+  static constexpr int kOffP = kOffKV + kStages * kTileBytes;
+  static constexpr int kOffMax = kOffP + 16 * kRowGroups * kBlockN * 2;
+  static constexpr int kOffSum = kOffMax + 2 * kBlockM * 4;
+  static constexpr int kBytes = kOffSum + 2 * kBlockM * 4;
+  static_assert(kBytes <= kSmemMax, "over the sm_90 opt-in shared memory");
+};
+
 // The partial O / l leaves through shared memory (the KV buffers, free by then): rows padded to
 // 1040 bytes so that the mma layout's 4-byte writes (8 rows x 4 lanes a warp) hit 32 banks, then one
 // 1 KiB bulk copy a row (a CTA's rows are contiguous in the workspace). Direct 4-byte global stores
 // took 64 store instructions a thread.
-constexpr int kOffStage = kOffKV;
 constexpr int kStageRow = kDimV * 2 + 16;
 static_assert(kBlockM * kStageRow <= 2 * kTileBytes, "the staged partial must fit the KV buffers");
-static_assert(kSmemBytes <= 232448, "over the sm_90 opt-in shared memory");
 
 __device__ __forceinline__ uint32_t Off576(int row, int chunk) {
   return uint32_t(row * kRowBytes + (((chunk & ~7) | ((chunk ^ row) & 7)) << 4));
@@ -217,6 +230,8 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   constexpr int kOutTiles = 64 / kSplit;     // n8 tiles of V columns a warp accumulates (512 / kSplit)
   static_assert(kRowGroups == 1 || kRowGroups == 2 || kRowGroups == 4, "1, 2 or 4 row groups");
   static_assert(kSplit * kRows * 4 <= 2 * kBlockM * 4, "sMax / sSum hold kSplit x kRows floats");
+  using L = Layout<kRowGroups>;
+  constexpr int kStages = L::kStages;
   __shared__ unsigned long long prof[kTick + 1];
   if (p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kTick; ++i) prof[i] = 0;
@@ -224,9 +239,9 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   }
   extern __shared__ __align__(128) uint8_t smem[];
   const uint32_t s_base = SmemAddr(smem);
-  const uint32_t sQ = s_base + kOffQ, sP = s_base + kOffP;
-  float* sMax = reinterpret_cast<float*>(smem + kOffMax);  // [kSplit][kRows]
-  float* sSum = reinterpret_cast<float*>(smem + kOffSum);  // [kSplit][kRows]
+  const uint32_t sQ = s_base + L::kOffQ, sP = s_base + L::kOffP, sKV = s_base + L::kOffKV;
+  float* sMax = reinterpret_cast<float*>(smem + L::kOffMax);  // [kSplit][kRows]
+  float* sSum = reinterpret_cast<float*>(smem + L::kOffSum);  // [kSplit][kRows]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = warp % kRowGroups, c = warp / kRowGroups;
   const int mb = blockIdx.x, part = blockIdx.y;
@@ -270,8 +285,19 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 
     __syncthreads();  // the previous segment is done with every buffer
     if (p.B > 1) LoadQ(p, sQ, b, R0, kRows);  // (B = 1: issued above)
-    if (n_tiles > 0) LoadTile(p, s_base + kOffKV, b, t0, stop);
-    CpAsyncCommit();
+    if (L::kQInRegisters) CpAsyncCommit();   // Q's own group (else it joins tile 0's)
+    for (int i = 0; i + 1 < kStages; ++i) {  // one group a tile, empty past the last
+      if (i < n_tiles) LoadTile(p, sKV + i * kTileBytes, b, t0 + i * kBlockN, stop);
+      CpAsyncCommit();
+    }
+    uint32_t qf[L::kQInRegisters ? kDimQK / 16 : 1][4];  // Q's A fragments (G = 1)
+    if constexpr (L::kQInRegisters) {
+      CpAsyncWaitGroup<kStages - 1>();  // Q landed; the first tiles may not have
+      __syncthreads();
+#pragma unroll
+      for (int ks = 0; ks < kDimQK / 16; ++ks) Ldsm4(qf[ks], sQ + Off576(lane & 15, 2 * ks + (lane >> 4)));
+      // The loop's first barrier orders these reads before tile kStages - 1 overwrites Q.
+    }
 
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
     float o[kOutTiles][4];
@@ -280,10 +306,11 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 
     for (int j = 0; j < n_tiles; ++j) {
       const int u = t0 + j * kBlockN;
-      const uint32_t sK = s_base + kOffKV + (j & 1) * kTileBytes;
-      CpAsyncWaitAll();
+      const uint32_t sK = sKV + (j % kStages) * kTileBytes;
+      CpAsyncWaitGroup<kStages - 2>();
       __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
-      if (j + 1 < n_tiles) LoadTile(p, s_base + kOffKV + ((j + 1) & 1) * kTileBytes, b, u + kBlockN, stop);
+      if (j + kStages - 1 < n_tiles)
+        LoadTile(p, sKV + ((j + kStages - 1) % kStages) * kTileBytes, b, u + (kStages - 1) * kBlockN, stop);
       CpAsyncCommit();
       Mark(p, prof, kWait);
       if (p.prof && tid == 0) ++prof[kTiles];
@@ -293,7 +320,20 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 #pragma unroll
       for (int n = 0; n < kTokTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
       const int tok0 = 8 * kTokTiles * c;  // the warp's first token in the tile
-      if (active && kTokTiles >= 2) {
+      if constexpr (L::kQInRegisters) {
+        // One n8 tile (G = 1, every warp active): one ldmatrix.x4 holds its B for two k-steps; two
+        // accumulators halve the chain of dependent MMAs (36 deep with one).
+        float s1[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int ks = 0; ks < kDimQK / 16; ks += 2) {
+          uint32_t bb[4];
+          Ldsm4(bb, sK + Off576(tok0 + (lane & 7), 2 * ks + (lane >> 3)));
+          Mma(s[0], qf[ks], bb[0], bb[1]);
+          Mma(s1, qf[ks + 1], bb[2], bb[3]);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[0][e] += s1[e];
+      } else if (active) {
         MLA_UNROLL(MLA_QK_UNROLL)
         for (int ks = 0; ks < kDimQK / 16; ++ks) {
           uint32_t a[4];
@@ -305,16 +345,6 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
             Mma(s[2 * pr], a, bb[0], bb[1]);
             Mma(s[2 * pr + 1], a, bb[2], bb[3]);
           }
-        }
-      } else if (active) {  // one n8 tile: one ldmatrix.x4 holds its B for two k-steps
-        MLA_UNROLL(MLA_QK_UNROLL)
-        for (int ks = 0; ks < kDimQK / 16; ks += 2) {
-          uint32_t a0[4], a1[4], bb[4];
-          Ldsm4(a0, sQ + Off576(16 * g + (lane & 15), 2 * ks + (lane >> 4)));
-          Ldsm4(a1, sQ + Off576(16 * g + (lane & 15), 2 * ks + 2 + (lane >> 4)));
-          Ldsm4(bb, sK + Off576(tok0 + (lane & 7), 2 * ks + (lane >> 3)));
-          Mma(s[0], a0, bb[0], bb[1]);
-          Mma(s[0], a1, bb[2], bb[3]);
         }
       }
       Mark(p, prof, kQK);
@@ -411,7 +441,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       } else {
         const int64_t row = int64_t(SlotOf(b, part)) * p.M + R;
         const float inv = lt > 0.f ? 1.f / lt : 0.f;
-        const uint32_t dst = s_base + kOffStage + r_[k] * kStageRow + (8 * kOutTiles * c + 2 * (lane & 3)) * 2;
+        const uint32_t dst = sKV + r_[k] * kStageRow + (8 * kOutTiles * c + 2 * (lane & 3)) * 2;
 #pragma unroll
         for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackHalf(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
@@ -427,7 +457,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
         asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
                      "cp.async.bulk.commit_group;\n"
                      "cp.async.bulk.wait_group 0;\n" ::"l"(dst),
-                     "r"(s_base + kOffStage + tid * kStageRow), "n"(kDimV * 2)
+                     "r"(sKV + tid * kStageRow), "n"(kDimV * 2)
                      : "memory");
       }
     }
@@ -441,12 +471,13 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
     if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             Layout<kRowGroups>::kBytes);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  DecodeKernel<kRowGroups><<<dim3(p.m_blocks, p.parts), kThreads, kSmemBytes, stream>>>(p);
+  DecodeKernel<kRowGroups><<<dim3(p.m_blocks, p.parts), kThreads, Layout<kRowGroups>::kBytes, stream>>>(p);
   return cudaGetLastError();
 }
 }  // namespace

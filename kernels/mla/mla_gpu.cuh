@@ -69,6 +69,9 @@ __device__ __forceinline__ void CpAsync16(uint32_t smem, const void* gmem, int s
 }
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
 __device__ __forceinline__ void CpAsyncWaitAll() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// Until at most n of this thread's most recent groups are still in flight.
+template <int n>
+__device__ __forceinline__ void CpAsyncWaitGroup() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory"); }
 
 __device__ __forceinline__ uint32_t PackHalf(float lo, float hi) {
   __half2 v = __floats2half2_rn(lo, hi);  // .x = lo (lower address), .y = hi
