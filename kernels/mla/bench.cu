@@ -15,7 +15,7 @@
 // the first shape run, time_us_<index> for each. BENCH_NUM_PARTS=n overrides the schedule's parts per
 // m-block (mla_fwd_params.num_parts), to measure the split count's trade-off. MLA_PROFILE=1: after
 // each shape's timings, one more (untimed) launch with decode.cu's phase clocks on: cycles a tile
-// and a CTA, thread 0 of each CTA.
+// and a CTA, thread 0 of each CTA (needs a build with NVCC_EXTRA=-DMLA_PHASE_CLOCKS).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -146,18 +146,20 @@ int main(int argc, char** argv) {
     }
     if (getenv("MLA_PROFILE")) {
       unsigned long long* prof;
-      CK(cudaMalloc(&prof, 8 * 8));
-      CK(cudaMemset(prof, 0, 8 * 8));
+      CK(cudaMalloc(&prof, 16 * 8));
+      CK(cudaMemset(prof, 0, 16 * 8));
       longhaul::mla::gpu::SetProfileBuffer(prof);  // read at launch: an eager one (the graph has none)
       if (mla_fwd(&p, st) != MLA_OK) return 2;
       CK(cudaStreamSynchronize(st));
       longhaul::mla::gpu::SetProfileBuffer(nullptr);
-      unsigned long long h[8];
+      unsigned long long h[11];  // decode.cu's Phase order
       CK(cudaMemcpy(h, prof, sizeof h, cudaMemcpyDeviceToHost));
-      const double tiles = std::max(1.0, double(h[6])), ctas = std::max(1.0, double(h[7]));
-      std::printf("  profile: %.0f tiles over %.0f CTAs; cycles a tile: wait %.0f  QK %.0f  softmax %.0f  PV %.0f;"
-                  " a CTA: scan %.0f  epilogue %.0f\n", tiles, ctas, h[1] / tiles, h[2] / tiles, h[3] / tiles,
-                  h[4] / tiles, h[0] / ctas, h[5] / ctas);
+      if (h[10] == 0) std::printf("  profile: no counts (decode.cu built without -DMLA_PHASE_CLOCKS)\n");
+      const double tiles = std::max(1.0, double(h[9])), ctas = std::max(1.0, double(h[10]));
+      std::printf("  profile: %.0f tiles over %.0f CTAs; cycles a tile: land %.0f  barrier %.0f  issue %.0f  QK %.0f"
+                  "  softmax %.0f  PV %.0f; a CTA: scan %.0f  prologues %.0f  epilogues %.0f\n", tiles, ctas,
+                  h[2] / tiles, h[3] / tiles, h[4] / tiles, h[5] / tiles, h[6] / tiles, h[7] / tiles, h[0] / ctas,
+                  h[1] / ctas, h[8] / ctas);
       CK(cudaFree(prof));
     }
     std::fflush(stdout);

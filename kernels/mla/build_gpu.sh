@@ -4,6 +4,7 @@
 #   libmla_cuda.so  the C API on the GPU (decode.cu, combine.cu, mla_cuda.cu + mla_api.cc)
 #   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
 #   bench           timings of mla_fwd (graph-launched, L2 flushed)
+#   load_probe      how fast each way of loading streams the KV into shared memory (no compute)
 # Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/mla/build_gpu.sh
 # Environment: BUILD_GPU_DIR (the output folder), KERNELS_DIR (the folder holding mla/, default this
 # repository's kernels/: tasks/mla builds its workspace copy), NVCC_EXTRA (more nvcc flags).
@@ -30,7 +31,8 @@ $NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/decode.o" "$OUT/combin
   "$OUT/mla_cuda.o" "$OUT/mla_api.o" -o "$OUT/libmla_cuda.so"
 $NVCC $CU "$SRC/gpu_check.cu" "$OUT/mla_cpu.o" "$OUT/reference.o" \
   -L"$OUT" -lmla_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &
-$NVCC $CU "$SRC/bench.cu" -L"$OUT" -lmla_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/bench"
+$NVCC $CU "$SRC/bench.cu" -L"$OUT" -lmla_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/bench" &
+$NVCC $CU "$SRC/load_probe.cu" -o "$OUT/load_probe"
 wait
 grep -hE "registers|spill" "$OUT"/ptxas_*.txt
 echo "built into $OUT"

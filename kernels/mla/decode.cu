@@ -93,6 +93,24 @@ __device__ __forceinline__ uint32_t OffP(int row, int chunk) {
   return uint32_t(row * 128 + (((chunk ^ row) & 7) << 4));
 }
 
+// Who copies what (LoadTile, LoadQ): warp w copies rows w, w + 8, ..., lane l the 16-byte chunks
+// l, l + 32 and l + 64 (< 72) of each. A warp instruction moves 512 contiguous bytes, and since the
+// swizzle of a chunk depends on row % 8 = w only, a lane's offset within a row is fixed: the copies
+// need almost no address arithmetic. (One chunk a thread at i = tid + 256 k, with a division and a
+// swizzle per chunk, took ~20 instructions a copy, issued between a tile's barrier and its QK^T.)
+__device__ __forceinline__ void CopyRow(uint32_t dst_row, const __nv_bfloat16* src_row, bool in, uint32_t lane_off) {
+  const int lane = threadIdx.x & 31;
+  const __nv_bfloat16* src = in ? src_row + 8 * lane : src_row;
+  const int n = in ? 16 : 0;  // 0: zero-fill, read nothing
+  CpAsync16(dst_row + lane_off, src, n);
+  CpAsync16(dst_row + lane_off + 512, src + (in ? 256 : 0), n);
+  if (lane < kChunks - 64) CpAsync16(dst_row + lane_off + 1024, src + (in ? 512 : 0), n);
+}
+__device__ __forceinline__ uint32_t LaneOffset() {  // chunk `lane`'s swizzled offset in a row w + 8 i
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  return uint32_t(((lane & ~7) | ((lane ^ warp) & 7)) << 4);
+}
+
 // Tile [u, u + 64) of entry b into sKV (base address kv_s), rows t >= stop zero-filled. The tile's
 // rows lie on at most two pages (u may start mid-page), looked up once: a block-table load per
 // 16-byte copy put a dependent load in front of every cp.async.
@@ -108,22 +126,25 @@ __device__ __forceinline__ void LoadTile(const Params& p, uint32_t kv_s, int b, 
   } else {
     off0 = off1 = int64_t(b) * p.kv_st[0] + int64_t(u) * p.kv_st[1];
   }
-  for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreads) {
-    const int row = i / kChunks, ch = i % kChunks;
-    const bool in = u + row < stop;
-    const __nv_bfloat16* src = in ? p.kv + (row < split ? off0 : off1) + row * p.kv_st[1] + ch * 8 : p.kv;
-    CpAsync16(kv_s + Off576(row, ch), src, in ? 16 : 0);
+  const int warp = threadIdx.x >> 5;
+  const uint32_t lane_off = LaneOffset();
+#pragma unroll
+  for (int i = 0; i < kBlockN / 8; ++i) {
+    const int row = warp + 8 * i;
+    CopyRow(kv_s + row * kRowBytes, p.kv + (row < split ? off0 : off1) + row * p.kv_st[1], row < stop - u, lane_off);
   }
 }
 
-// Rows [R0, R0 + rows) of entry b's Q into sQ (not committed), rows past M zero-filled.
+// Rows [R0, R0 + rows) of entry b's Q into sQ (not committed), rows past M zero-filled; rows is a
+// multiple of 8.
 __device__ __forceinline__ void LoadQ(const Params& p, uint32_t sQ, int b, int R0, int rows) {
-  for (int i = threadIdx.x; i < rows * kChunks; i += kThreads) {
-    const int row = i / kChunks, ch = i % kChunks, R = R0 + row;
+  const int warp = threadIdx.x >> 5;
+  const uint32_t lane_off = LaneOffset();
+  for (int row = warp; row < rows; row += 8) {
+    const int R = R0 + row;
     const bool in = R < p.M;
-    const __nv_bfloat16* src =
-        in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] + ch * 8 : p.q;
-    CpAsync16(sQ + Off576(row, ch), src, in ? 16 : 0);
+    CopyRow(sQ + row * kRowBytes, in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] : p.q,
+            in, lane_off);
   }
 }
 
@@ -199,20 +220,30 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   return {W, found_c0, found_b};
 }
 
-// Diagnostics (bench with MLA_PROFILE=1; p.prof null otherwise): thread 0's clock at each phase
-// boundary, summed in shared memory (no registers held for it), added to p.prof at exit:
-// [0] the seqlens scan, [1] waiting for a tile (and the other warps), [2] QK^T, [3] mask and
-// softmax, [4] PV, [5] the epilogue (row sums, then o or the partial), [6] tiles, [7] CTAs.
-enum Phase { kScan, kWait, kQK, kSoftmax, kPV, kEpilogue, kTiles, kTick };
+// Diagnostics, compiled in only with -DMLA_PHASE_CLOCKS (build_gpu.sh with NVCC_EXTRA; then bench
+// with MLA_PROFILE=1 sets p.prof): even switched off at run time, the marks cost 2-3% at every
+// shape (the compiler cannot schedule across them). Thread 0's clock at each phase boundary,
+// summed in shared memory (no registers held for it), added to p.prof at exit:
+// the seqlens scan; a segment's prologue (Q, the first tiles' issue); a tile's landing (thread 0's
+// wait for its copies), the barrier after it (the other warps), the next tile's issue, QK^T, mask
+// and softmax, PV (issued: thread 0 does not wait for its MMAs); the epilogue (row sums, then o or
+// the partial); then the count of tiles and of CTAs. Counts are thread 0's: its waits absorb the
+// other warps' lag.
+enum Phase { kScan, kPrologue, kLand, kBarrier, kIssue, kQK, kSoftmax, kPV, kEpilogue, kTiles, kTick };
+#ifdef MLA_PHASE_CLOCKS
+constexpr bool kPhaseClocks = true;
+#else
+constexpr bool kPhaseClocks = false;
+#endif
 __device__ __forceinline__ void Mark(const Params& p, unsigned long long* prof, Phase phase) {
-  if (p.prof && threadIdx.x == 0) {
+  if (kPhaseClocks && p.prof && threadIdx.x == 0) {
     const unsigned long long now = clock64();
     prof[phase] += now - prof[kTick];
     prof[kTick] = now;
   }
 }
 __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long long* prof) {
-  if (p.prof && threadIdx.x == 0) {
+  if (kPhaseClocks && p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kTick; ++i) atomicAdd(p.prof + i, prof[i]);
     atomicAdd(p.prof + kTick, 1ull);
   }
@@ -233,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   using L = Layout<kRowGroups>;
   constexpr int kStages = L::kStages;
   __shared__ unsigned long long prof[kTick + 1];
-  if (p.prof && threadIdx.x == 0) {
+  if (kPhaseClocks && p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kTick; ++i) prof[i] = 0;
     prof[kTick] = clock64();
   }
@@ -304,16 +335,19 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 #pragma unroll
     for (int n = 0; n < kOutTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 
+    Mark(p, prof, kPrologue);
     for (int j = 0; j < n_tiles; ++j) {
       const int u = t0 + j * kBlockN;
       const uint32_t sK = sKV + (j % kStages) * kTileBytes;
       CpAsyncWaitGroup<kStages - 2>();
+      Mark(p, prof, kLand);
       __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
+      Mark(p, prof, kBarrier);
       if (j + kStages - 1 < n_tiles)
         LoadTile(p, sKV + ((j + kStages - 1) % kStages) * kTileBytes, b, u + (kStages - 1) * kBlockN, stop);
       CpAsyncCommit();
-      Mark(p, prof, kWait);
-      if (p.prof && tid == 0) ++prof[kTiles];
+      Mark(p, prof, kIssue);
+      if (kPhaseClocks && p.prof && tid == 0) ++prof[kTiles];
 
       // ---- S = Q K^T for this warp's 16 rows x 8 kTokTiles tokens -------------------------------
       float s[kTokTiles][4];
@@ -409,8 +443,8 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
           }
         }
       }
+      Mark(p, prof, kPV);
     }
-    Mark(p, prof, kPV);
     CpAsyncWaitAll();  // n_tiles = 0: the Q group is still outstanding
 
     // ---- the row sums over the kSplit warps, then the output or the partial ---------------------

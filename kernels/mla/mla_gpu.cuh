@@ -38,7 +38,7 @@ struct Params {
   unsigned long long* prof;  // decode.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
 
-// Sets the buffer (8 counters, zeroed by the caller) that the following launches of this process
+// Sets the buffer (16 counters, zeroed by the caller) that the following launches of this process
 // add decode.cu's phase clocks to; null (the default) turns it off.
 void SetProfileBuffer(unsigned long long* buf);
 
