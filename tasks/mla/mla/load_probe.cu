@@ -1,0 +1,1 @@
+../../../kernels/mla/load_probe.cu
