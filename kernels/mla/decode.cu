@@ -35,9 +35,11 @@
 // pages or past S_b never meets a P = 0 (0 * NaN = NaN).
 //
 // Correct first: cp.async and mma.sync, no TMA tensor maps, no wgmma, no warp specialisation;
-// per-tile __syncthreads. Where the time goes at B1 H64 s_q1 (clock64 per CTA, 2026-12-03): of
-// ~30k cycles, the seqlens scan ~2k, Q + first KV tile ~15k (Q alone ~5k: 132 CTAs read the same
-// 74 KB), QK^T ~4k, softmax ~1k, PV ~2.4k, the partial's store ~6k (kernels/mla/RESULTS.md).
+// per-tile __syncthreads. Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS,
+// 2026-12-03; kernels/mla/RESULTS.md): at B1 H64 s_q1, of ~23k cycles a CTA, the seqlens scan (with
+// Q's issue) ~4.9k, the segment's prologue ~3.4k, the first tile's landing ~1.6k, QK^T ~3.8k,
+// softmax ~1k, PV ~2.4k, the epilogue (PV's completion, the partial's store) ~5.8k. At B128 H16, a
+// tile: the next tile's issue ~1.1k, QK^T ~0.9k, softmax ~0.6k, PV ~0.8k, landing and barrier ~0.4k.
 #include "mla/mla_gpu.cuh"
 
 // Tuning knob, overridable by a longhaul search (tasks/mla writes mla_params.h): the unrolling of
