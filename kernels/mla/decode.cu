@@ -65,9 +65,8 @@ constexpr int kSmemMax = 232448;  // sm_90's opt-in shared memory a block
 // Shared memory for G row groups. G = 4, 2: Q (64 rows, 72 KiB), two KV buffers (cp.async double
 // buffering: tile j+1 loads while tile j computes), P, row statistics: 230,400 B. G = 1: Q (16 rows)
 // lives in registers (each warp holds the A fragments of all 36 k-steps: 144 registers), which
-// frees room for a third KV buffer: two tiles load while one computes. At H16 one tile in flight a
-// SM kept the loads at ~3.3 TB/s while they ran (phase clocks, RESULTS.md); Q is staged in the
-// third buffer before the tiles need it.
+// frees room for a third KV buffer: two tiles load while one computes (with it B128 H16 went from
+// 431 to 372 us); Q is staged in the third buffer before the tiles need it.
 template <int kRowGroups>
 struct Layout {
   static constexpr bool kQInRegisters = kRowGroups == 1;
@@ -251,8 +250,8 @@ __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long lon
   }
 }
 
-// kRowGroups: the 16-row groups a CTA computes (1, 2 or 4; fewer than 4 only when M <= 16 kRowGroups,
-// so there is one m-block). The 8 warps split the rows into kRowGroups and the tokens (QK^T) and V
+// kRowGroups: the 16-row groups a CTA computes (1, 2 or 4; fewer than 4 only when M <= 16 *
+// kRowGroups, so there is one m-block). The 8 warps split the rows into kRowGroups and the tokens (QK^T) and V
 // columns (PV) into 8 / kRowGroups: at H16 s_q1 every warp works on the 16 real rows, where the
 // 64-row layout left 6 of 8 warps idle and put the other two on one scheduler.
 template <int kRowGroups>
@@ -358,7 +357,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       const int tok0 = 8 * kTokTiles * c;  // the warp's first token in the tile
       if constexpr (L::kQInRegisters) {
         // One n8 tile (G = 1, every warp active): one ldmatrix.x4 holds its B for two k-steps; two
-        // accumulators halve the chain of dependent MMAs (36 deep with one).
+        // accumulators halve the chain of dependent MMAs (36 deep with one; four gained nothing).
         float s1[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int ks = 0; ks < kDimQK / 16; ks += 2) {
