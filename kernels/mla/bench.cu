@@ -145,22 +145,26 @@ int main(int argc, char** argv) {
       first = false;
     }
     if (getenv("MLA_PROFILE")) {
+      using namespace longhaul::mla::gpu;
       unsigned long long* prof;
-      CK(cudaMalloc(&prof, 16 * 8));
-      CK(cudaMemset(prof, 0, 16 * 8));
-      longhaul::mla::gpu::SetProfileBuffer(prof);  // read at launch: an eager one (the graph has none)
+      unsigned long long h[kPhaseCounters];
+      CK(cudaMalloc(&prof, sizeof h));
+      CK(cudaMemset(prof, 0, sizeof h));
+      SetProfileBuffer(prof);  // read at launch: an eager one (the graph has none)
       if (mla_fwd(&p, st) != MLA_OK) return 2;
       CK(cudaStreamSynchronize(st));
-      longhaul::mla::gpu::SetProfileBuffer(nullptr);
-      unsigned long long h[11];  // decode.cu's Phase order
+      SetProfileBuffer(nullptr);
       CK(cudaMemcpy(h, prof, sizeof h, cudaMemcpyDeviceToHost));
-      if (h[10] == 0) std::printf("  profile: no counts (decode.cu built without -DMLA_PHASE_CLOCKS)\n");
-      const double tiles = std::max(1.0, double(h[9])), ctas = std::max(1.0, double(h[10]));
-      std::printf("  profile: %.0f tiles over %.0f CTAs; cycles a tile: land %.0f  barrier %.0f  issue %.0f  QK %.0f"
-                  "  softmax %.0f  PV %.0f; a CTA: scan %.0f  prologues %.0f  epilogues %.0f\n", tiles, ctas,
-                  h[2] / tiles, h[3] / tiles, h[4] / tiles, h[5] / tiles, h[6] / tiles, h[7] / tiles, h[0] / ctas,
-                  h[1] / ctas, h[8] / ctas);
       CK(cudaFree(prof));
+      if (h[kCtas] == 0) {
+        std::printf("  profile: no counts (decode.cu built without -DMLA_PHASE_CLOCKS)\n");
+      } else {
+        const double tiles = std::max(1.0, double(h[kTiles])), ctas = double(h[kCtas]);
+        std::printf("  profile: %.0f tiles over %.0f CTAs; cycles a tile: land %.0f  barrier %.0f  issue %.0f  QK %.0f"
+                    "  softmax %.0f  PV %.0f; a CTA: scan %.0f  prologues %.0f  epilogues %.0f\n", tiles, ctas,
+                    h[kLand] / tiles, h[kBarrier] / tiles, h[kIssue] / tiles, h[kQK] / tiles, h[kSoftmax] / tiles,
+                    h[kPV] / tiles, h[kScan] / ctas, h[kPrologue] / ctas, h[kEpilogue] / ctas);
+      }
     }
     std::fflush(stdout);
     CK(cudaGraphExecDestroy(exec));

@@ -223,14 +223,13 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
 
 // Diagnostics, compiled in only with -DMLA_PHASE_CLOCKS (build_gpu.sh with NVCC_EXTRA; then bench
 // with MLA_PROFILE=1 sets p.prof): even switched off at run time, the marks cost 2-3% at every
-// shape (the compiler cannot schedule across them). Thread 0's clock at each phase boundary,
-// summed in shared memory (no registers held for it), added to p.prof at exit:
-// the seqlens scan; a segment's prologue (Q, the first tiles' issue); a tile's landing (thread 0's
-// wait for its copies), the barrier after it (the other warps), the next tile's issue, QK^T, mask
-// and softmax, PV (issued: thread 0 does not wait for its MMAs); the epilogue (row sums, then o or
-// the partial); then the count of tiles and of CTAs. Counts are thread 0's: its waits absorb the
-// other warps' lag.
-enum Phase { kScan, kPrologue, kLand, kBarrier, kIssue, kQK, kSoftmax, kPV, kEpilogue, kTiles, kTick };
+// shape (the compiler cannot schedule across them). Thread 0's clock at each boundary of
+// mla_gpu.cuh's Phase list, summed in shared memory (no registers held for it), added to p.prof at
+// exit. A segment's prologue is Q and the first tiles' issue; a tile's landing is thread 0's wait
+// for its copies, the barrier after it the other warps; PV is its issue (thread 0 does not wait for
+// its MMAs); the epilogue is the row sums, then o or the partial. Counts are thread 0's: its waits
+// absorb the other warps' lag. The last counter of the shared array holds the previous clock.
+constexpr int kTick = kCtas;
 #ifdef MLA_PHASE_CLOCKS
 constexpr bool kPhaseClocks = true;
 #else
@@ -245,8 +244,8 @@ __device__ __forceinline__ void Mark(const Params& p, unsigned long long* prof, 
 }
 __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long long* prof) {
   if (kPhaseClocks && p.prof && threadIdx.x == 0) {
-    for (int i = 0; i < kTick; ++i) atomicAdd(p.prof + i, prof[i]);
-    atomicAdd(p.prof + kTick, 1ull);
+    for (int i = 0; i < kCtas; ++i) atomicAdd(p.prof + i, prof[i]);
+    atomicAdd(p.prof + kCtas, 1ull);
   }
 }
 
@@ -264,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   static_assert(kSplit * kRows * 4 <= 2 * kBlockM * 4, "sMax / sSum hold kSplit x kRows floats");
   using L = Layout<kRowGroups>;
   constexpr int kStages = L::kStages;
-  __shared__ unsigned long long prof[kTick + 1];
+  __shared__ unsigned long long prof[kPhaseCounters];
   if (kPhaseClocks && p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kTick; ++i) prof[i] = 0;
     prof[kTick] = clock64();
@@ -317,11 +316,12 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 
     __syncthreads();  // the previous segment is done with every buffer
     if (p.B > 1) LoadQ(p, sQ, b, R0, kRows);  // (B = 1: issued above)
-    if (L::kQInRegisters) CpAsyncCommit();   // Q's own group (else it joins tile 0's)
-    for (int i = 0; i + 1 < kStages; ++i) {  // one group a tile, empty past the last
-      if (i < n_tiles) LoadTile(p, sKV + i * kTileBytes, b, t0 + i * kBlockN, stop);
+    if (L::kQInRegisters) CpAsyncCommit();  // Q's own group (else it joins tile 0's)
+    auto load = [&](int i) {  // tile i into its buffer: one group a tile, empty past the last
+      if (i < n_tiles) LoadTile(p, sKV + (i % kStages) * kTileBytes, b, t0 + i * kBlockN, stop);
       CpAsyncCommit();
-    }
+    };
+    for (int i = 0; i + 1 < kStages; ++i) load(i);
     uint32_t qf[L::kQInRegisters ? kDimQK / 16 : 1][4];  // Q's A fragments (G = 1)
     if constexpr (L::kQInRegisters) {
       CpAsyncWaitGroup<kStages - 1>();  // Q landed; the first tiles may not have
@@ -344,9 +344,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       Mark(p, prof, kLand);
       __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
       Mark(p, prof, kBarrier);
-      if (j + kStages - 1 < n_tiles)
-        LoadTile(p, sKV + ((j + kStages - 1) % kStages) * kTileBytes, b, u + (kStages - 1) * kBlockN, stop);
-      CpAsyncCommit();
+      load(j + kStages - 1);
       Mark(p, prof, kIssue);
       if (kPhaseClocks && p.prof && tid == 0) ++prof[kTiles];
 

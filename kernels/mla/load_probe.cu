@@ -26,10 +26,13 @@ using namespace longhaul::mla::gpu;
 
 namespace {
 
-constexpr int kThreads = 256, kRows = 64, kRowBytes = 1152, kPageBytes = kRows * kRowBytes;
+constexpr int kThreads = 256, kRows = longhaul::mla::kPageSize, kRowBytes = longhaul::mla::kDimQK * 2;
+constexpr int kPageBytes = kRows * kRowBytes;
 constexpr int kPadRow = kRowBytes + 16;
 
 enum Method { kCpAsync, kBulkRows, kBulkTile, kLdGlobal };
+// A shared-memory buffer (one page) of each method.
+__host__ __device__ constexpr int BufferBytes(Method m) { return m == kLdGlobal ? 0 : m == kBulkRows ? kRows * kPadRow : kPageBytes; }
 
 __device__ __forceinline__ void BarInit(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
@@ -69,7 +72,7 @@ __global__ void __launch_bounds__(kThreads, 1) Probe(const uint8_t* kv, const in
     }
   } else {
     const uint32_t base = SmemAddr(smem);
-    constexpr int kBuf = kMethod == kBulkRows ? kRows * kPadRow : kPageBytes;
+    constexpr int kBuf = BufferBytes(kMethod);
     const uint32_t bar0 = SmemAddr(bars);
     if (tid == 0)
       for (int s = 0; s < kStages; ++s) BarInit(bar0 + 8 * s, 1);
@@ -110,9 +113,9 @@ __global__ void __launch_bounds__(kThreads, 1) Probe(const uint8_t* kv, const in
 }
 
 template <Method kMethod, int kStages>
-double Run(const char* name, const uint8_t* kv, const int* pages, int num_pages, float* sink, int sms, int iters,
+void Run(const char* name, const uint8_t* kv, const int* pages, int num_pages, float* sink, int sms, int iters,
            const L2Flush& flush, cudaStream_t st) {
-  const int smem = kMethod == kLdGlobal ? 0 : kStages * (kMethod == kBulkRows ? kRows * kPadRow : kPageBytes);
+  const int smem = kStages * BufferBytes(kMethod);
   CK(cudaFuncSetAttribute(Probe<kMethod, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   auto launch = [&] { Probe<kMethod, kStages><<<sms, kThreads, smem, st>>>(kv, pages, num_pages, sink); };
   launch();
@@ -121,7 +124,6 @@ double Run(const char* name, const uint8_t* kv, const int* pages, int num_pages,
   const double ms = Median(TimeEach(st, iters, flush, launch));
   const double tbs = double(num_pages) * kPageBytes / (ms * 1e-3) / 1e12;
   std::printf("| %s | %d | %.1f | %.2f |\n", name, kStages, ms * 1e3, tbs);
-  return tbs;
 }
 
 }  // namespace

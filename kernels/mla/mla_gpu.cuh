@@ -35,10 +35,16 @@ struct Params {
   int64_t* cum;              // [B+1], written by decode CTA (0, 0), read by the combine
   float* ml;                 // [slots][M][2]
   __half* opart;             // [slots][M][512]
-  unsigned long long* prof;  // decode.cu's phase clocks, summed over CTAs (bench diagnostics), or null
+  unsigned long long* prof;  // [kPhaseCounters]: decode.cu's phase clocks (bench diagnostics), or null
 };
 
-// Sets the buffer (16 counters, zeroed by the caller) that the following launches of this process
+// decode.cu's phase clocks (built with -DMLA_PHASE_CLOCKS), summed over CTAs, in this order: the
+// seqlens scan; a segment's prologue; a tile's landing, the barrier after it, the next tile's issue,
+// QK^T, softmax, PV; the epilogue; then the count of tiles and of CTAs.
+enum Phase { kScan, kPrologue, kLand, kBarrier, kIssue, kQK, kSoftmax, kPV, kEpilogue, kTiles, kCtas };
+constexpr int kPhaseCounters = kCtas + 1;
+
+// Sets the buffer (kPhaseCounters, zeroed by the caller) that the following launches of this process
 // add decode.cu's phase clocks to; null (the default) turns it off.
 void SetProfileBuffer(unsigned long long* buf);
 
@@ -68,10 +74,10 @@ __device__ __forceinline__ void CpAsync16(uint32_t smem, const void* gmem, int s
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
-__device__ __forceinline__ void CpAsyncWaitAll() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 // Until at most n of this thread's most recent groups are still in flight.
 template <int n>
 __device__ __forceinline__ void CpAsyncWaitGroup() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory"); }
+__device__ __forceinline__ void CpAsyncWaitAll() { CpAsyncWaitGroup<0>(); }
 
 __device__ __forceinline__ uint32_t PackHalf(float lo, float hi) {
   __half2 v = __floats2half2_rn(lo, hi);  // .x = lo (lower address), .y = hi
