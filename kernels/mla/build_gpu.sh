@@ -5,6 +5,7 @@
 #   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
 #   bench           timings of mla_fwd (graph-launched, L2 flushed)
 #   load_probe      how fast each way of loading streams the KV into shared memory (no compute)
+#   wgmma_check     common/wgmma.cuh's products and descriptors against float64 (decode's shapes)
 # Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/mla/build_gpu.sh
 # Environment: BUILD_GPU_DIR (the output folder), KERNELS_DIR (the folder holding mla/, default this
 # repository's kernels/: tasks/mla builds its workspace copy), NVCC_EXTRA (more nvcc flags).
@@ -32,7 +33,8 @@ $NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/decode.o" "$OUT/combin
 $NVCC $CU "$SRC/gpu_check.cu" "$OUT/mla_cpu.o" "$OUT/reference.o" \
   -L"$OUT" -lmla_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &
 $NVCC $CU "$SRC/bench.cu" -L"$OUT" -lmla_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/bench" &
-$NVCC $CU "$SRC/load_probe.cu" -o "$OUT/load_probe"
+$NVCC $CU "$SRC/load_probe.cu" -o "$OUT/load_probe" &
+$NVCC $CU "$KERNELS/common/wgmma_check.cu" -o "$OUT/wgmma_check"
 wait
 grep -hE "registers|spill" "$OUT"/ptxas_*.txt
 echo "built into $OUT"

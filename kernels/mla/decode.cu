@@ -11,18 +11,21 @@
 //   kBlockN = 64 tokens per KV tile: one page, so a tile's rows come from at most 2 pages when the
 //     split starts mid-page (rows are fetched one by one through the block table anyway).
 //   The KV tile (64 x 576 bf16, 72 KiB) is loaded into shared memory ONCE and serves both QK^T (all
-//     576 columns) and PV (its first 512 columns as V, via ldmatrix.trans): V is never loaded again.
+//     576 columns) and PV (its first 512 columns as V, MN-major): V is never loaded again.
 //   Shared memory (Layout below): Q 72 KiB + 2 KV buffers 144 KiB + P 8 KiB + 1 KiB of row
 //     statistics = 230,400 B of the 232,448 B opt-in (one row group: Q in registers, 3 KV buffers),
-//     so one CTA per SM, which is what the schedule assumes. No padding fits, hence the XOR swizzle of
-//     16-byte chunks (chunk c of row r is stored at (c & ~7) | ((c ^ r) & 7)): ldmatrix's 8 rows of
-//     one column land in 8 different bank groups.
+//     so one CTA per SM, which is what the schedule assumes. No padding fits; Q, KV and P tiles are
+//     in wgmma's 128-byte-swizzled layout (common/wgmma.cuh: nine 64-column blocks of 64 rows), which
+//     wgmma reads as K-major (QK^T) and MN-major (V in PV), and ldmatrix without bank conflicts.
 //   256 threads = 8 warps over G = 4 row groups of 16 (G = 2 when M <= 32, 1 when M <= 16, so that
 //     H16 s_q1 puts every warp on its 16 real rows) and 8 / G column slices: warp w takes rows
 //     16 (w % G) .. + 15 and slice c = w / G.
 //     QK^T: the warp computes S[16 x 64G/8] for its slice of the tile's tokens (36 k-steps of 16).
 //     PV:   the warp accumulates O[16 x 512G/8] for its slice of V's columns (G = 4: 128 fp32
 //           registers a thread; the 64 x 512 fp32 output is 32K registers, so it must be split).
+//     G = 4 is two warpgroups, c = the warpgroup, and runs both products as wgmma (QK^T m64n32k16,
+//     PV m64n256k16, operands from shared memory; B128 H128 went from 1282 to 826 us, 228 -> 353
+//     TFLOP/s); G = 2 and 1 use mma.sync (their 16 or 32 rows would waste most of wgmma's 64).
 //     The slices of a row meet twice per tile through shared memory: the row max (sMax) and the
 //     probabilities P (sP, bf16, read back as mma A fragments by every slice).
 //
@@ -34,33 +37,44 @@
 // Rows of a tile past the split's (or the causal) end are zero-filled by cp.async, so NaN in unused
 // pages or past S_b never meets a P = 0 (0 * NaN = NaN).
 //
-// Correct first: cp.async and mma.sync, no TMA tensor maps, no wgmma, no warp specialisation;
-// per-tile __syncthreads. Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS,
-// 2026-12-03; kernels/mla/RESULTS.md): at B1 H64 s_q1, of ~23k cycles a CTA, the seqlens scan (with
-// Q's issue) ~4.9k, the segment's prologue ~3.4k, the first tile's landing ~1.6k, QK^T ~3.8k,
-// softmax ~1k, PV ~2.4k, the epilogue (PV's completion, the partial's store) ~5.8k. At B128 H16, a
-// tile: the next tile's issue ~1.1k, QK^T ~0.9k, softmax ~0.6k, PV ~0.8k, landing and barrier ~0.4k.
+// Correct first: cp.async, no TMA tensor maps, no warp specialisation; per-tile __syncthreads.
+// Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03;
+// kernels/mla/RESULTS.md): at B1 H64 s_q1, of ~21k cycles a CTA, the seqlens scan (with Q's issue)
+// ~4.9k, the segment's prologue ~3.7k, the first tile's landing ~1.4k, QK^T ~1.8k, softmax ~1k, PV
+// ~1.1k, the epilogue (the partial's store) ~5.8k. A tile at B128 H128 (wgmma): QK^T with the next
+// tile's issue ~2.6k, softmax ~1k, PV ~1.1k, landing and barrier ~0.3k; at B128 H16 (mma.sync): the
+// next tile's issue ~1.3k, QK^T ~0.8k, softmax ~0.6k, PV ~0.9k, landing and barrier ~0.3k.
+#include "common/wgmma.cuh"
 #include "mla/mla_gpu.cuh"
 
-// Tuning knob, overridable by a longhaul search (tasks/mla writes mla_params.h): the unrolling of
-// the 36 k-steps of QK^T.
+// Tuning knobs, overridable by a longhaul search (tasks/mla writes mla_params.h): MLA_QK_UNROLL, the
+// unrolling of QK^T's 36 k-steps in the two-row-group (mma.sync) path; MLA_QK_KSPLIT, how the two
+// warpgroups of the four-row-group (wgmma) path share QK^T: 1 = by k-steps, then S's halves swap
+// through shared memory (B128 H128 s_q1 826 -> 800 us, prefill 12.9 -> 12.3 ms); 0 = by tokens.
 #if __has_include("mla_params.h")
 #include "mla_params.h"
 #endif
 #ifndef MLA_QK_UNROLL
 #define MLA_QK_UNROLL 4
 #endif
+#ifndef MLA_QK_KSPLIT
+#define MLA_QK_KSPLIT 1
+#endif
+
 #define MLA_STR(x) #x
 #define MLA_UNROLL(n) _Pragma(MLA_STR(unroll n))
 
 namespace longhaul::mla::gpu {
 namespace {
+using namespace kernels;  // common/wgmma.cuh
 
 constexpr int kThreads = 256;
 constexpr int kChunks = kDimQK * 2 / 16;  // 72 16-byte chunks a row
 constexpr int kRowBytes = kDimQK * 2;     // 1152
 constexpr int kTileBytes = kBlockN * kRowBytes;  // 73,728
-constexpr int kSmemMax = 232448;  // sm_90's opt-in shared memory a block
+constexpr int kSmemMax = 232448 - 1024;  // sm_90's opt-in shared memory a block, less the 1 KiB alignment
+constexpr int kBlockBytes = kBlockN * 128;  // a 64-column block of a 64-row tile (common/wgmma.cuh)
+static_assert(kBlockM == kBlockN, "Q and KV tiles share one layout");
 
 // Shared memory for G row groups. G = 4, 2: Q (64 rows, 72 KiB), two KV buffers (cp.async double
 // buffering: tile j+1 loads while tile j computes), P, row statistics: 230,400 B. G = 1: Q (16 rows)
@@ -87,16 +101,12 @@ struct Layout {
 constexpr int kStageRow = kDimV * 2 + 16;
 static_assert(kBlockM * kStageRow <= 2 * kTileBytes, "the staged partial must fit the KV buffers");
 
-__device__ __forceinline__ uint32_t Off576(int row, int chunk) {
-  return uint32_t(row * kRowBytes + (((chunk & ~7) | ((chunk ^ row) & 7)) << 4));
-}
-__device__ __forceinline__ uint32_t OffP(int row, int chunk) {
-  return uint32_t(row * 128 + (((chunk ^ row) & 7) << 4));
-}
+__device__ __forceinline__ uint32_t Off576(int row, int chunk) { return Sw128Offset(row, chunk, kBlockBytes); }
+__device__ __forceinline__ uint32_t OffP(int row, int chunk) { return Sw128Offset(row, chunk, 0); }
 
 // Who copies what (LoadTile, LoadQ): warp w copies rows w, w + 8, ..., lane l the 16-byte chunks
-// l, l + 32 and l + 64 (< 72) of each. A warp instruction moves 512 contiguous bytes, and since the
-// swizzle of a chunk depends on row % 8 = w only, a lane's offset within a row is fixed: the copies
+// l, l + 32 and l + 64 (< 72) of each. A warp instruction reads 512 contiguous bytes, and since the
+// swizzle of a chunk depends on row % 8 = w only, a lane's offset from its row is fixed: the copies
 // need almost no address arithmetic. (One chunk a thread at i = tid + 256 k, with a division and a
 // swizzle per chunk, took ~20 instructions a copy, issued between a tile's barrier and its QK^T.)
 __device__ __forceinline__ void CopyRow(uint32_t dst_row, const __nv_bfloat16* src_row, bool in, uint32_t lane_off) {
@@ -104,12 +114,12 @@ __device__ __forceinline__ void CopyRow(uint32_t dst_row, const __nv_bfloat16* s
   const __nv_bfloat16* src = in ? src_row + 8 * lane : src_row;
   const int n = in ? 16 : 0;  // 0: zero-fill, read nothing
   CpAsync16(dst_row + lane_off, src, n);
-  CpAsync16(dst_row + lane_off + 512, src + (in ? 256 : 0), n);
-  if (lane < kChunks - 64) CpAsync16(dst_row + lane_off + 1024, src + (in ? 512 : 0), n);
+  CpAsync16(dst_row + lane_off + 4 * kBlockBytes, src + (in ? 256 : 0), n);  // chunk + 32: 4 blocks on
+  if (lane < kChunks - 64) CpAsync16(dst_row + lane_off + 8 * kBlockBytes, src + (in ? 512 : 0), n);
 }
-__device__ __forceinline__ uint32_t LaneOffset() {  // chunk `lane`'s swizzled offset in a row w + 8 i
+__device__ __forceinline__ uint32_t LaneOffset() {  // chunk `lane`'s offset from the start of a row w + 8 i
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  return uint32_t(((lane & ~7) | ((lane ^ warp) & 7)) << 4);
+  return Off576(warp, lane) - warp * 128;
 }
 
 // Tile [u, u + 64) of entry b into sKV (base address kv_s), rows t >= stop zero-filled. The tile's
@@ -132,7 +142,7 @@ __device__ __forceinline__ void LoadTile(const Params& p, uint32_t kv_s, int b, 
 #pragma unroll
   for (int i = 0; i < kBlockN / 8; ++i) {
     const int row = warp + 8 * i;
-    CopyRow(kv_s + row * kRowBytes, p.kv + (row < split ? off0 : off1) + row * p.kv_st[1], row < stop - u, lane_off);
+    CopyRow(kv_s + row * 128, p.kv + (row < split ? off0 : off1) + row * p.kv_st[1], row < stop - u, lane_off);
   }
 }
 
@@ -144,7 +154,7 @@ __device__ __forceinline__ void LoadQ(const Params& p, uint32_t sQ, int b, int R
   for (int row = warp; row < rows; row += 8) {
     const int R = R0 + row;
     const bool in = R < p.M;
-    CopyRow(sQ + row * kRowBytes, in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] : p.q,
+    CopyRow(sQ + row * 128, in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] : p.q,
             in, lane_off);
   }
 }
@@ -263,12 +273,16 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   static_assert(kSplit * kRows * 4 <= 2 * kBlockM * 4, "sMax / sSum hold kSplit x kRows floats");
   using L = Layout<kRowGroups>;
   constexpr int kStages = L::kStages;
+  // Four row groups (64 rows): the two warpgroups run QK^T and PV as wgmma (warpgroup c = warp / 4
+  // holds the same rows, tokens and columns as the mma.sync layout's slice c).
+  constexpr bool kWgmma = kRowGroups == 4;
   __shared__ unsigned long long prof[kPhaseCounters];
   if (kPhaseClocks && p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kTick; ++i) prof[i] = 0;
     prof[kTick] = clock64();
   }
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - SmemAddr(smem_raw) % 1024) % 1024);  // the swizzle's alignment
   const uint32_t s_base = SmemAddr(smem);
   const uint32_t sQ = s_base + L::kOffQ, sP = s_base + L::kOffP, sKV = s_base + L::kOffKV;
   float* sMax = reinterpret_cast<float*>(smem + L::kOffMax);  // [kSplit][kRows]
@@ -341,10 +355,11 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       const int u = t0 + j * kBlockN;
       const uint32_t sK = sKV + (j % kStages) * kTileBytes;
       CpAsyncWaitGroup<kStages - 2>();
+      if constexpr (kWgmma) FenceProxyAsync();  // the tile's cp.async writes -> wgmma's reads
       Mark(p, prof, kLand);
       __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
       Mark(p, prof, kBarrier);
-      load(j + kStages - 1);
+      if constexpr (!kWgmma) load(j + kStages - 1);  // (wgmma: while QK^T runs)
       Mark(p, prof, kIssue);
       if (kPhaseClocks && p.prof && tid == 0) ++prof[kTiles];
 
@@ -353,7 +368,56 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 #pragma unroll
       for (int n = 0; n < kTokTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
       const int tok0 = 8 * kTokTiles * c;  // the warp's first token in the tile
-      if constexpr (L::kQInRegisters) {
+      if constexpr (kWgmma && MLA_QK_KSPLIT) {
+        // Warpgroup c: S over all 64 tokens and k-steps [18 c, 18 c + 18) (m64n64k16), then the
+        // halves meet: c keeps tokens 32 c .. + 31 and sends the other 32 (8 KiB a warpgroup) to its
+        // peer. Reads 144 KiB of shared memory a tile where 36 steps of m64n32k16 over half the
+        // tokens read 216 KiB (Q twice). Warpgroup 0 sends through sP (free until the softmax),
+        // warpgroup 1 through the tile's rope block, which only its own k-steps read.
+        float sf[8][4];
+        WgmmaFence();
+#pragma unroll
+        for (int i = 0; i < kDimQK / 32; ++i) {
+          const int ks = kDimQK / 32 * c + i;
+          const uint32_t k_off = (ks / 4) * kBlockBytes + (ks % 4) * 32;
+          Wgmma64x64(sf, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + k_off, 16, 1024), i > 0);
+        }
+        WgmmaCommit();
+        load(j + kStages - 1);
+        WgmmaWait<0>();
+        const uint32_t rope = sK + 8 * kBlockBytes, slot = (tid % 128) * 16;
+        const uint32_t x_out = c == 0 ? sP : rope, x_in = c == 0 ? rope : sP;
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          float v[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[e] = c == 0 ? sf[n + 4][e] : sf[n][e];
+          asm volatile("st.shared.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(x_out + n * 2048 + slot), "f"(v[0]),
+                       "f"(v[1]), "f"(v[2]), "f"(v[3]));
+        }
+        __syncthreads();
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          float v[4];
+          asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                       : "r"(x_in + n * 2048 + slot));
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[n][e] = (c == 0 ? sf[n][e] : sf[n + 4][e]) + v[e];
+        }
+      } else if constexpr (kWgmma) {
+        // 36 k-steps of m64n32k16, Q and K both K-major from shared memory; the next tile's copies
+        // are issued while they run.
+        WgmmaFence();
+#pragma unroll
+        for (int ks = 0; ks < kDimQK / 16; ++ks) {
+          const uint32_t k_off = (ks / 4) * kBlockBytes + (ks % 4) * 32;
+          Wgmma64x32(s, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + tok0 * 128 + k_off, 16, 1024), ks > 0);
+        }
+        WgmmaCommit();
+        load(j + kStages - 1);
+        WgmmaWait<0>();
+      } else if constexpr (L::kQInRegisters) {
         // One n8 tile (G = 1, every warp active): one ldmatrix.x4 holds its B for two k-steps; two
         // accumulators halve the chain of dependent MMAs (36 deep with one; four gained nothing).
         float s1[4] = {0.f, 0.f, 0.f, 0.f};
@@ -423,11 +487,21 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       for (int n = 0; n < kOutTiles; ++n) {
         o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
       }
+      if constexpr (kWgmma) FenceProxyAsync();  // st.shared -> wgmma's reads of sP
       __syncthreads();  // sP complete (every warp's tokens)
 
       Mark(p, prof, kSoftmax);
       // ---- O[16 x 8 kOutTiles] += P[16 x 64] V[64 x 8 kOutTiles] (the warp's V columns) ---------
-      if (active) {
+      if constexpr (kWgmma) {
+        // 4 k-steps of m64n256k16: P K-major, V (the tile's rows, 256 columns from block 4 c) MN-major.
+        WgmmaFence();
+#pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; ++kk)
+          Wgmma64x256MnB(o, Sw128Desc(sP + kk * 32, 16, 1024),
+                         Sw128Desc(sK + 4 * c * kBlockBytes + kk * 16 * 128, kBlockBytes, 1024), 1);
+        WgmmaCommit();
+        WgmmaWait<0>();
+      } else if (active) {
 #pragma unroll
         for (int kk = 0; kk < kBlockN / 16; ++kk) {
           uint32_t a[4];
@@ -505,12 +579,12 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
   if (!configured) {
     if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             Layout<kRowGroups>::kBytes);
+                                             Layout<kRowGroups>::kBytes + 1024);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  DecodeKernel<kRowGroups><<<dim3(p.m_blocks, p.parts), kThreads, Layout<kRowGroups>::kBytes, stream>>>(p);
+  DecodeKernel<kRowGroups><<<dim3(p.m_blocks, p.parts), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
   return cudaGetLastError();
 }
 }  // namespace
