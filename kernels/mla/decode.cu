@@ -30,8 +30,9 @@
 //     probabilities P (sP, bf16, read back as mma A fragments by every slice).
 //
 // Math per row and tile (the CPU model is split_reference.h; x in base 2: x_t = scale log2(e) q.K_t):
-//   x_t = -inf for t >= the row's limit (min(t1, VisibleKeys)); m' = max(m, max_t x_t)
-//   r = (m' == -inf ? 0 : m');  alpha = 2^(m - r);  P_t = 2^(x_t - r)
+//   x_t = -inf outside [t0, the row's limit = min(t1, VisibleKeys)); M = max_t x_t
+//   m' = M > m + 8 ? M : m (a stale reference is exact; it bounds P by 2^8 and spares O's rescale)
+//   r = (m' == -inf ? 0 : m');  alpha = (m' == m ? 1 : 2^(m - r));  P_t = 2^(x_t - r)
 //   l = alpha l + sum_t P_t;  O = alpha O + P V;  m = m'
 //   end: one split: o = O / l, lse = (m + log2 l) ln 2 (l = 0: o = 0, lse = -inf); else (m, l, O / l).
 // Rows of a tile past the split's (or the causal) end are zero-filled by cp.async, so NaN in unused
@@ -44,13 +45,15 @@
 // ~1.1k, the epilogue (the partial's store) ~5.8k. A tile at B128 H128 (wgmma): QK^T with the next
 // tile's issue ~2.6k, softmax ~1k, PV ~1.1k, landing and barrier ~0.3k; at B128 H16 (mma.sync): the
 // next tile's issue ~1.3k, QK^T ~0.8k, softmax ~0.6k, PV ~0.9k, landing and barrier ~0.3k.
+#include "common/tma.cuh"
 #include "common/wgmma.cuh"
 #include "mla/mla_gpu.cuh"
 
 // Tuning knobs, overridable by a longhaul search (tasks/mla writes mla_params.h): MLA_QK_UNROLL, the
 // unrolling of QK^T's 36 k-steps in the two-row-group (mma.sync) path; MLA_QK_KSPLIT, how the two
 // warpgroups of the four-row-group (wgmma) path share QK^T: 1 = by k-steps, then S's halves swap
-// through shared memory (B128 H128 s_q1 826 -> 800 us, prefill 12.9 -> 12.3 ms); 0 = by tokens.
+// through shared memory (B128 H128 s_q1 826 -> 800 us, prefill 12.9 -> 12.3 ms); 0 = by tokens;
+// MLA_KV_TMA, whether the wgmma path copies KV tiles by TMA (1) or cp.async (0).
 #if __has_include("mla_params.h")
 #include "mla_params.h"
 #endif
@@ -59,6 +62,9 @@
 #endif
 #ifndef MLA_QK_KSPLIT
 #define MLA_QK_KSPLIT 1
+#endif
+#ifndef MLA_KV_TMA
+#define MLA_KV_TMA 1
 #endif
 
 #define MLA_STR(x) #x
@@ -73,6 +79,11 @@ constexpr int kChunks = kDimQK * 2 / 16;  // 72 16-byte chunks a row
 constexpr int kRowBytes = kDimQK * 2;     // 1152
 constexpr int kTileBytes = kBlockN * kRowBytes;  // 73,728
 constexpr int kSmemMax = 232448 - 1024;  // sm_90's opt-in shared memory a block, less the 1 KiB alignment
+// How far (log2 units) a tile's row max may pass the row's reference before the reference moves (and
+// O is rescaled): P <= 2^8 is harmless in bf16 and in fp32 sums, and O's rescale (128 multiplies a
+// thread at four row groups) then runs in a row's first tiles only. 0 rescaled whenever the max
+// grew: B128 H128 s_q1 771 -> 755 us, prefill 12.1 -> 11.8 ms with 8.
+constexpr float kRescaleSlack = 8.f;
 constexpr int kBlockBytes = kBlockN * 128;  // a 64-column block of a 64-row tile (common/wgmma.cuh)
 static_assert(kBlockM == kBlockN, "Q and KV tiles share one layout");
 
@@ -156,6 +167,23 @@ __device__ __forceinline__ void LoadQ(const Params& p, uint32_t sQ, int b, int R
     const bool in = R < p.M;
     CopyRow(sQ + row * 128, in ? p.q + b * p.q_st[0] + (R / p.H) * p.q_st[1] + (R % p.H) * p.q_st[2] : p.q,
             in, lane_off);
+  }
+}
+
+// A tile into sKV (base address kv_s) by TMA: nine 64 x 64 boxes at row y of z (paged: row 0 of
+// page z; contiguous: token y of entry z), completing on bar; one thread issues. Rows past the
+// cache arrive as zeros; rows past the split's end arrive as they are (ZeroRows).
+__device__ __forceinline__ void LoadTileTma(const Params& p, uint32_t kv_s, uint32_t bar, int y, int z) {
+  BarArriveExpectTx(bar, kTileBytes);
+#pragma unroll
+  for (int blk = 0; blk < kChunks / 8; ++blk) TmaLoad3d(kv_s + blk * kBlockBytes, &p.kv_map, 64 * blk, y, z, bar);
+}
+
+// Rows [r0, 64) of a landed tile := 0, so that NaN in unused pages (or past S_b) never meets a P = 0.
+__device__ __forceinline__ void ZeroRows(uint32_t kv_s, int r0) {
+  for (int i = threadIdx.x; i < (kBlockN - r0) * kChunks; i += kThreads) {
+    const int row = r0 + i / kChunks;
+    asm volatile("st.shared.v4.b32 [%0], {%1,%1,%1,%1};\n" ::"r"(kv_s + Off576(row, i % kChunks)), "r"(0));
   }
 }
 
@@ -264,7 +292,7 @@ __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long lon
 // columns (PV) into 8 / kRowGroups: at H16 s_q1 every warp works on the 16 real rows, where the
 // 64-row layout left 6 of 8 warps idle and put the other two on one scheduler.
 template <int kRowGroups>
-__global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constant__ Params p) {
   constexpr int kRows = 16 * kRowGroups;
   constexpr int kSplit = 8 / kRowGroups;     // warps sharing a row group
   constexpr int kTokTiles = 8 / kSplit;      // n8 tiles of tokens a warp computes in QK^T (64 / kSplit tokens)
@@ -277,6 +305,13 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
   // holds the same rows, tokens and columns as the mma.sync layout's slice c).
   constexpr bool kWgmma = kRowGroups == 4;
   __shared__ unsigned long long prof[kPhaseCounters];
+  __shared__ __align__(8) uint64_t tile_bars[kStages];  // TMA tiles land on tile_bars[i % kStages]
+  const uint32_t bar0 = SmemAddr(tile_bars);
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kStages; ++i) BarInit(bar0 + 8 * i, 1);
+    BarInitFence();  // FindPartEntry's barriers publish it
+  }
+  uint32_t parities = 0;  // bit i: the phase of tile_bars[i] to wait for next
   if (kPhaseClocks && p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kTick; ++i) prof[i] = 0;
     prof[kTick] = clock64();
@@ -326,19 +361,58 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       lim[j] = R < p.M ? min(t1, VisibleKeys(S_b, p.s_q, R / p.H, p.causal)) : t0;
     }
     const int stop = min(t1, VisibleKeys(S_b, p.s_q, (R0 + rows_valid - 1) / p.H, p.causal));
-    const int n_tiles = stop > t0 ? (stop - t0 + kBlockN - 1) / kBlockN : 0;
+    // Tiles [tile0 + 64 i, + 64). The wgmma path copies them by TMA (one thread issues nine box
+    // copies a tile, where cp.async takes 18 instructions from every thread: B128 H128 789 -> 755
+    // us, prefill 12.0 -> 11.8 ms); the mma.sync paths keep cp.async, since at B128 H16, which the
+    // loads bound, the boxes land later than cp.async's copies (316 -> 341 us). A paged TMA tile
+    // must start on a page: a segment that starts mid-page then computes from its page's start,
+    // the rows before t0 masked, which is worth it when that adds no tile or the segment is long
+    // (serving shapes: ~124 tiles).
+    int tile0 = t0;
+    int n_tiles = stop > t0 ? (stop - t0 + kBlockN - 1) / kBlockN : 0;
+    bool tma = kWgmma && MLA_KV_TMA && p.kv_tma && n_tiles > 0;
+    if (tma && p.block_table) {
+      const int aligned0 = t0 / kPageSize * kPageSize;
+      const int aligned_tiles = (stop - aligned0 + kBlockN - 1) / kBlockN;
+      if (aligned_tiles == n_tiles || n_tiles >= 8) tile0 = aligned0, n_tiles = aligned_tiles;
+      else tma = false;
+    }
 
     __syncthreads();  // the previous segment is done with every buffer
     if (p.B > 1) LoadQ(p, sQ, b, R0, kRows);  // (B = 1: issued above)
-    if (L::kQInRegisters) CpAsyncCommit();  // Q's own group (else it joins tile 0's)
-    auto load = [&](int i) {  // tile i into its buffer: one group a tile, empty past the last
-      if (i < n_tiles) LoadTile(p, sKV + (i % kStages) * kTileBytes, b, t0 + i * kBlockN, stop);
-      CpAsyncCommit();
+    if (L::kQInRegisters || tma) CpAsyncCommit();  // Q's own group (else it joins tile 0's)
+    // The issuing thread reads a tile's page a tile ahead: read when issuing, its latency (~0.6k
+    // cycles) held up warp 0 and with it every warp at the next barrier.
+    const int32_t* pages = p.block_table ? p.block_table + b * p.bt_stride + tile0 / kPageSize : nullptr;
+    int page_ahead = tma && pages && tid == 0 ? pages[0] : 0;
+    auto load = [&](int i) {  // tile i into its buffer: cp.async, one group a tile, empty past the last
+      const int stage = i % kStages;
+      if (tma) {
+        if (i < n_tiles && tid == 0) {
+          const int page = page_ahead;
+          if (pages && i + 1 < n_tiles) page_ahead = pages[i + 1];
+          LoadTileTma(p, sKV + stage * kTileBytes, bar0 + 8 * stage, pages ? 0 : tile0 + i * kBlockN, pages ? page : b);
+        }
+      } else {
+        if (i < n_tiles) LoadTile(p, sKV + stage * kTileBytes, b, tile0 + i * kBlockN, stop);
+        CpAsyncCommit();
+      }
+    };
+    auto wait = [&](int j) {  // until tile j (and Q) landed, for this thread
+      const int stage = j % kStages;
+      if (tma) {
+        if (j == 0) CpAsyncWaitAll();  // Q
+        BarWait(bar0 + 8 * stage, (parities >> stage) & 1);
+        parities ^= 1u << stage;
+      } else {
+        CpAsyncWaitGroup<kStages - 2>();
+      }
     };
     for (int i = 0; i + 1 < kStages; ++i) load(i);
     uint32_t qf[L::kQInRegisters ? kDimQK / 16 : 1][4];  // Q's A fragments (G = 1)
     if constexpr (L::kQInRegisters) {
-      CpAsyncWaitGroup<kStages - 1>();  // Q landed; the first tiles may not have
+      if (tma) CpAsyncWaitAll();  // Q landed; the first tiles may not have
+      else CpAsyncWaitGroup<kStages - 1>();
       __syncthreads();
 #pragma unroll
       for (int ks = 0; ks < kDimQK / 16; ++ks) Ldsm4(qf[ks], sQ + Off576(lane & 15, 2 * ks + (lane >> 4)));
@@ -352,10 +426,14 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 
     Mark(p, prof, kPrologue);
     for (int j = 0; j < n_tiles; ++j) {
-      const int u = t0 + j * kBlockN;
+      const int u = tile0 + j * kBlockN;
       const uint32_t sK = sKV + (j % kStages) * kTileBytes;
-      CpAsyncWaitGroup<kStages - 2>();
-      if constexpr (kWgmma) FenceProxyAsync();  // the tile's cp.async writes -> wgmma's reads
+      wait(j);
+      if (tma && u + kBlockN > stop) {  // (cp.async zero-fills them)
+        ZeroRows(sK, stop - u);
+        FenceProxyAsync();  // before wgmma reads them, or a later TMA copy overwrites them
+      }
+      if constexpr (kWgmma) FenceProxyAsync();  // the tile's st.shared / cp.async writes -> wgmma's reads
       Mark(p, prof, kLand);
       __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
       Mark(p, prof, kBarrier);
@@ -452,7 +530,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = u + tok0 + 8 * n + 2 * (lane & 3) + (e & 1);
-          const float x = t < lim[e >> 1] ? s[n][e] * p.scale_log2 : -INFINITY;
+          const float x = t >= t0 && t < lim[e >> 1] ? s[n][e] * p.scale_log2 : -INFINITY;
           s[n][e] = x;
           mx[e >> 1] = fmaxf(mx[e >> 1], x);
         }
@@ -466,11 +544,14 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
       float alpha[2], ref[2];
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        float mn = m[k];
+        float mx_row = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < kSplit; ++w) mn = fmaxf(mn, sMax[w * kRows + r_[k]]);
+        for (int w = 0; w < kSplit; ++w) mx_row = fmaxf(mx_row, sMax[w * kRows + r_[k]]);
+        // The reference moves only when the tile's max passes it by more than the slack (P <= 2^slack
+        // otherwise), so that after a row's first tiles the O rescale below is skipped.
+        const float mn = mx_row > m[k] + kRescaleSlack ? mx_row : m[k];
         ref[k] = mn == -INFINITY ? 0.f : mn;
-        alpha[k] = exp2f(m[k] - ref[k]);
+        alpha[k] = mn == m[k] ? 1.f : exp2f(m[k] - ref[k]);
         m[k] = mn;
         l[k] *= alpha[k];
       }
@@ -483,9 +564,11 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const Params p) {
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(PackBf16(p0, p1)));
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(PackBf16(p2, p3)));
       }
+      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-      for (int n = 0; n < kOutTiles; ++n) {
-        o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+        for (int n = 0; n < kOutTiles; ++n) {
+          o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+        }
       }
       if constexpr (kWgmma) FenceProxyAsync();  // st.shared -> wgmma's reads of sP
       __syncthreads();  // sP complete (every warp's tokens)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/bench.cuh"
+#include "common/tma.cuh"
 #include "mla/mla_gpu.cuh"
 
 using namespace longhaul::kernels;
@@ -33,25 +34,6 @@ constexpr int kPadRow = kRowBytes + 16;
 enum Method { kCpAsync, kBulkRows, kBulkTile, kLdGlobal };
 // A shared-memory buffer (one page) of each method.
 __host__ __device__ constexpr int BufferBytes(Method m) { return m == kLdGlobal ? 0 : m == kBulkRows ? kRows * kPadRow : kPageBytes; }
-
-__device__ __forceinline__ void BarInit(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-// One arrival that also expects `bytes` of copies to complete on the barrier.
-__device__ __forceinline__ void BarArriveExpectTx(uint32_t bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void BarWait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nLAB_WAIT:\n"
-      "mbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
-      "@!done bra LAB_WAIT;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-}
-// bytes (a multiple of 16, both addresses 16-byte aligned) global -> shared, completing on bar.
-__device__ __forceinline__ void BulkLoad(uint32_t smem, const void* gmem, int bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem),
-               "l"(gmem), "r"(bytes), "r"(bar) : "memory");
-}
 
 template <Method kMethod, int kStages>
 __global__ void __launch_bounds__(kThreads, 1) Probe(const uint8_t* kv, const int* pages, int num_pages, float* sink) {

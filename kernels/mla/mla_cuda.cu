@@ -6,7 +6,9 @@
 //
 // This backend: bf16 q, kv and o; q and kv rows 16-byte aligned (strides multiples of 8 elements);
 // o rows 4-byte aligned (even strides); pages of 64 tokens.
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 
 #include <cmath>
 #include <string>
@@ -50,6 +52,30 @@ mla_status Parts(const mla_fwd_params& p, int* P) {
 
 unsigned long long* g_profile = nullptr;
 
+// The cache's tensor map for decode.cu's TMA tiles (mla_gpu.cuh), or false when the driver cannot
+// make one; the kernel then copies every tile with cp.async. The driver's encoder is reached
+// through the runtime, so nothing links libcuda.
+bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map) {
+  static const auto encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  const bool paged = p.block_table != nullptr;
+  const cuuint64_t dims[3] = {cuuint64_t(kDimQK), cuuint64_t(paged ? kPageSize : p.S_max),
+                              cuuint64_t(paged ? p.num_pages : p.B)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.kv_stride[1]) * 2, cuuint64_t(p.kv_stride[0]) * 2};
+  const cuuint32_t box[3] = {64, 64, 1}, unit[3] = {1, 1, 1};
+  return encode && dims[1] > 0 && dims[2] > 0 &&
+         encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(p.kv), dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 }  // namespace
 
 void gpu::SetProfileBuffer(unsigned long long* buf) { g_profile = buf; }
@@ -89,6 +115,7 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   for (int i = 0; i < 3; ++i) g.q_st[i] = p.q_stride[i], g.o_st[i] = p.o_stride[i], g.lse_st[i] = p.lse_stride[i];
   g.kv_st[0] = p.kv_stride[0], g.kv_st[1] = p.kv_stride[1];
   g.block_table = p.block_table, g.bt_stride = p.block_table_stride;
+  g.kv_tma = EncodeKvMap(p, &g.kv_map);
   g.seqlens = p.seqlens;
   const double scale = p.scale > 0 ? double(p.scale) : 1.0 / std::sqrt(192.0);
   g.scale_log2 = float(scale * 1.4426950408889634074);

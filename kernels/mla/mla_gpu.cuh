@@ -7,6 +7,7 @@
 // The schedule itself (which CTA does which tokens) is mla/schedule.h, shared with the CPU model.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -20,6 +21,10 @@ namespace longhaul::mla::gpu {
 
 // Everything the kernels need (device pointers; strides in elements).
 struct Params {
+  // The cache as a rank-3 tensor of 576-column rows, {576, 64, pages} paged or {576, S_max, B}
+  // contiguous, 128-byte swizzle, 64 x 64 boxes: decode.cu copies long segments' tiles with it.
+  CUtensorMap kv_map;
+  bool kv_tma;               // kv_map is valid
   int B, s_q, H, M;          // M = s_q * H query rows per entry (row R = s * H + h)
   int m_blocks, parts;       // the decode grid (m_blocks, parts); parts = P of schedule.h
   const __nv_bfloat16* q;    int64_t q_st[3];   // {b, s, h}

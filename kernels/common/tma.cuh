@@ -1,0 +1,45 @@
+// common/tma.cuh: Hopper's asynchronous bulk copies into shared memory (sm_90) as inline PTX: the
+// mbarrier a copy completes on, the bulk copy of contiguous bytes, and the tensor-map copy of a box
+// (TMA). A copy's issuer announces the bytes with BarArriveExpectTx; the barrier's phase completes
+// when they have all landed, and every thread that needs them waits on the phase's parity.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace longhaul::kernels {
+
+// Before first use, by one thread; then fence.mbarrier_init (BarInitFence) and a CTA barrier.
+__device__ __forceinline__ void BarInit(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void BarInitFence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+// One arrival that also expects `bytes` of copies to complete on the barrier.
+__device__ __forceinline__ void BarArriveExpectTx(uint32_t bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Until the phase with this parity (0 for the barrier's first phase, then 1, 0, ...) has completed.
+__device__ __forceinline__ void BarWait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nLAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
+      "@!done bra LAB_WAIT;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+// bytes (a multiple of 16, both addresses 16-byte aligned) global -> shared, completing on bar.
+__device__ __forceinline__ void BulkLoad(uint32_t smem, const void* gmem, int bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem),
+               "l"(gmem), "r"(bytes), "r"(bar) : "memory");
+}
+// The box of a rank-3 tensor map at coordinates (x innermost, y, z) -> shared, completing on bar.
+// Elements outside the tensor arrive as zeros and count towards the bytes. `map` must be a
+// __grid_constant__ kernel parameter (or in global or constant memory).
+__device__ __forceinline__ void TmaLoad3d(uint32_t smem, const CUtensorMap* map, int x, int y, int z, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          smem),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar)
+      : "memory");
+}
+
+}  // namespace longhaul::kernels
