@@ -428,17 +428,30 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     for (int j = 0; j < n_tiles; ++j) {
       const int u = tile0 + j * kBlockN;
       const uint32_t sK = sKV + (j % kStages) * kTileBytes;
-      wait(j);
-      if (tma && u + kBlockN > stop) {  // (cp.async zero-fills them)
-        ZeroRows(sK, stop - u);
-        FenceProxyAsync();  // before wgmma reads them, or a later TMA copy overwrites them
+      if (tma) {
+        // Everyone is done with tile j - 1, whose buffer takes tile j + 1 now, before tile j has
+        // landed: a late tile no longer delays the next one's copies.
+        if (j == 0) CpAsyncWaitAll(), FenceProxyAsync();  // Q, copied by every thread
+        Mark(p, prof, kLand);
+        __syncthreads();  // ... and with sP
+        Mark(p, prof, kBarrier);
+        load(j + 1);
+        Mark(p, prof, kIssue);
+        wait(j);
+        if (u + kBlockN > stop) {  // rows past the split's end := 0 (cp.async zero-fills them)
+          ZeroRows(sK, stop - u);
+          FenceProxyAsync();  // before wgmma reads them, or a later TMA copy overwrites them
+          __syncthreads();
+        }
+      } else {
+        wait(j);
+        if constexpr (kWgmma) FenceProxyAsync();  // the tile's cp.async writes -> wgmma's reads
+        Mark(p, prof, kLand);
+        __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
+        Mark(p, prof, kBarrier);
+        if constexpr (!kWgmma) load(j + kStages - 1);  // (wgmma: while QK^T runs)
+        Mark(p, prof, kIssue);
       }
-      if constexpr (kWgmma) FenceProxyAsync();  // the tile's st.shared / cp.async writes -> wgmma's reads
-      Mark(p, prof, kLand);
-      __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
-      Mark(p, prof, kBarrier);
-      if constexpr (!kWgmma) load(j + kStages - 1);  // (wgmma: while QK^T runs)
-      Mark(p, prof, kIssue);
       if (kPhaseClocks && p.prof && tid == 0) ++prof[kTiles];
 
       // ---- S = Q K^T for this warp's 16 rows x 8 kTokTiles tokens -------------------------------
@@ -461,7 +474,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
           Wgmma64x64(sf, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + k_off, 16, 1024), i > 0);
         }
         WgmmaCommit();
-        load(j + kStages - 1);
+        if (!tma) load(j + kStages - 1);
         WgmmaWait<0>();
         const uint32_t rope = sK + 8 * kBlockBytes, slot = (tid % 128) * 16;
         const uint32_t x_out = c == 0 ? sP : rope, x_in = c == 0 ? rope : sP;
@@ -493,7 +506,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
           Wgmma64x32(s, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + tok0 * 128 + k_off, 16, 1024), ks > 0);
         }
         WgmmaCommit();
-        load(j + kStages - 1);
+        if (!tma) load(j + kStages - 1);
         WgmmaWait<0>();
       } else if constexpr (L::kQInRegisters) {
         // One n8 tile (G = 1, every warp active): one ldmatrix.x4 holds its B for two k-steps; two
@@ -525,15 +538,25 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       Mark(p, prof, kQK);
       // ---- scale to base 2, mask, row max over the kSplit warps of the row group ---------------
       float mx[2] = {-INFINITY, -INFINITY};
+      if (u + tok0 >= t0 && u + tok0 + 8 * kTokTiles <= min(lim[0], lim[1])) {  // all of the thread's tokens
 #pragma unroll
-      for (int n = 0; n < kTokTiles; ++n)
+        for (int n = 0; n < kTokTiles; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int t = u + tok0 + 8 * n + 2 * (lane & 3) + (e & 1);
-          const float x = t >= t0 && t < lim[e >> 1] ? s[n][e] * p.scale_log2 : -INFINITY;
-          s[n][e] = x;
-          mx[e >> 1] = fmaxf(mx[e >> 1], x);
-        }
+          for (int e = 0; e < 4; ++e) {
+            s[n][e] *= p.scale_log2;
+            mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+          }
+      } else {
+#pragma unroll
+        for (int n = 0; n < kTokTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int t = u + tok0 + 8 * n + 2 * (lane & 3) + (e & 1);
+            const float x = t >= t0 && t < lim[e >> 1] ? s[n][e] * p.scale_log2 : -INFINITY;
+            s[n][e] = x;
+            mx[e >> 1] = fmaxf(mx[e >> 1], x);
+          }
+      }
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
         mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 1));
