@@ -1,0 +1,1 @@
+../../../kernels/common/tma.cuh

@@ -1,0 +1,1 @@
+../../../kernels/common/wgmma_check.cu
