@@ -31,14 +31,14 @@ __device__ __forceinline__ void BulkLoad(uint32_t smem, const void* gmem, int by
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem),
                "l"(gmem), "r"(bytes), "r"(bar) : "memory");
 }
-// The box of a rank-3 tensor map at coordinates (x innermost, y, z) -> shared, completing on bar.
+// The box of a rank-4 tensor map at coordinates (x innermost, y, z, w) -> shared, completing on bar.
 // Elements outside the tensor arrive as zeros and count towards the bytes. `map` must be a
 // __grid_constant__ kernel parameter (or in global or constant memory).
-__device__ __forceinline__ void TmaLoad3d(uint32_t smem, const CUtensorMap* map, int x, int y, int z, uint32_t bar) {
+__device__ __forceinline__ void TmaLoad4d(uint32_t smem, const CUtensorMap* map, int x, int y, int z, int w, uint32_t bar) {
   asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(
           smem),
-      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar)
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar)
       : "memory");
 }
 

@@ -170,13 +170,12 @@ __device__ __forceinline__ void LoadQ(const Params& p, uint32_t sQ, int b, int R
   }
 }
 
-// A tile into sKV (base address kv_s) by TMA: nine 64 x 64 boxes at row y of z (paged: row 0 of
-// page z; contiguous: token y of entry z), completing on bar; one thread issues. Rows past the
+// A tile into sKV (base address kv_s) by TMA: one box (mla_cuda.cu's map) at row y of z (paged:
+// row 0 of page z; contiguous: token y of entry z), completing on bar; one thread issues. Rows past the
 // cache arrive as zeros; rows past the split's end arrive as they are (ZeroRows).
 __device__ __forceinline__ void LoadTileTma(const Params& p, uint32_t kv_s, uint32_t bar, int y, int z) {
   BarArriveExpectTx(bar, kTileBytes);
-#pragma unroll
-  for (int blk = 0; blk < kChunks / 8; ++blk) TmaLoad3d(kv_s + blk * kBlockBytes, &p.kv_map, 64 * blk, y, z, bar);
+  TmaLoad4d(kv_s, &p.kv_map, 0, y, 0, z, bar);
 }
 
 // Rows [r0, 64) of a landed tile := 0, so that NaN in unused pages (or past S_b) never meets a P = 0.
@@ -361,13 +360,13 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       lim[j] = R < p.M ? min(t1, VisibleKeys(S_b, p.s_q, R / p.H, p.causal)) : t0;
     }
     const int stop = min(t1, VisibleKeys(S_b, p.s_q, (R0 + rows_valid - 1) / p.H, p.causal));
-    // Tiles [tile0 + 64 i, + 64). The wgmma path copies them by TMA (one thread issues nine box
-    // copies a tile, where cp.async takes 18 instructions from every thread: B128 H128 789 -> 755
-    // us, prefill 12.0 -> 11.8 ms); the mma.sync paths keep cp.async, since at B128 H16, which the
-    // loads bound, the boxes land later than cp.async's copies (316 -> 341 us). A paged TMA tile
-    // must start on a page: a segment that starts mid-page then computes from its page's start,
-    // the rows before t0 masked, which is worth it when that adds no tile or the segment is long
-    // (serving shapes: ~124 tiles).
+    // Tiles [tile0 + 64 i, + 64). The wgmma path copies them by TMA (one thread issues one box
+    // copy a tile, where cp.async takes 18 instructions from every thread: B128 H128 789 -> 755 us
+    // with nine boxes a tile, prefill 12.0 -> 11.8 ms); the mma.sync paths keep cp.async, since at
+    // B128 H16, which the loads bound, the boxes land later than cp.async's copies (316 -> 341 us
+    // with nine boxes, 337-341 with one). A paged TMA tile must start on a page: a segment that
+    // starts mid-page then computes from its page's start, the rows before t0 masked, which is
+    // worth it when that adds no tile or the segment is long (serving shapes: ~124 tiles).
     int tile0 = t0;
     int n_tiles = stop > t0 ? (stop - t0 + kBlockN - 1) / kBlockN : 0;
     bool tma = kWgmma && MLA_KV_TMA && p.kv_tma && n_tiles > 0;
@@ -435,7 +434,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         Mark(p, prof, kLand);
         __syncthreads();  // ... and with sP
         Mark(p, prof, kBarrier);
-        load(j + 1);
+        load(j + kStages - 1);
         Mark(p, prof, kIssue);
         wait(j);
         if (u + kBlockN > stop) {  // rows past the split's end := 0 (cp.async zero-fills them)

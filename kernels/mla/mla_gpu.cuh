@@ -21,8 +21,8 @@ namespace longhaul::mla::gpu {
 
 // Everything the kernels need (device pointers; strides in elements).
 struct Params {
-  // The cache as a rank-3 tensor of 576-column rows, {576, 64, pages} paged or {576, S_max, B}
-  // contiguous, 128-byte swizzle, 64 x 64 boxes: decode.cu copies long segments' tiles with it.
+  // The cache as a TMA tensor (mla_cuda.cu), one box a 64-token tile in decode.cu's swizzled layout:
+  // the wgmma path copies its tiles with it.
   CUtensorMap kv_map;
   bool kv_tma;               // kv_map is valid
   int B, s_q, H, M;          // M = s_q * H query rows per entry (row R = s * H + h)
