@@ -38,13 +38,14 @@
 // Rows of a tile past the split's (or the causal) end are zero-filled by cp.async, so NaN in unused
 // pages or past S_b never meets a P = 0 (0 * NaN = NaN).
 //
-// Correct first: cp.async, no TMA tensor maps, no warp specialisation; per-tile __syncthreads.
+// No warp specialisation yet: every warp issues, waits and computes, with per-tile __syncthreads.
 // Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03;
 // kernels/mla/RESULTS.md): at B1 H64 s_q1, of ~21k cycles a CTA, the seqlens scan (with Q's issue)
-// ~4.9k, the segment's prologue ~3.7k, the first tile's landing ~1.4k, QK^T ~1.8k, softmax ~1k, PV
-// ~1.1k, the epilogue (the partial's store) ~5.8k. A tile at B128 H128 (wgmma): QK^T with the next
-// tile's issue ~2.6k, softmax ~1k, PV ~1.1k, landing and barrier ~0.3k; at B128 H16 (mma.sync): the
-// next tile's issue ~1.3k, QK^T ~0.8k, softmax ~0.6k, PV ~0.9k, landing and barrier ~0.3k.
+// ~5k, the segment's prologue ~4.5k, the first tile's landing ~1.3k, QK^T ~1.6k, softmax ~1.2k, PV
+// ~1.1k, the epilogue (the partial's store) ~5.9k. A tile at B128 H128 (wgmma, TMA): the next
+// tile's issue ~0.4k, QK^T ~1.6k, softmax ~0.9k, PV ~1.1k, landing and barrier ~0.3k; at B128 H16
+// (mma.sync, cp.async): the next tile's issue ~1.3k, QK^T ~0.8k, softmax ~0.7k, PV ~0.8k, landing
+// and barrier ~0.3k.
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 #include "mla/mla_gpu.cuh"
@@ -87,8 +88,8 @@ constexpr float kRescaleSlack = 8.f;
 constexpr int kBlockBytes = kBlockN * 128;  // a 64-column block of a 64-row tile (common/wgmma.cuh)
 static_assert(kBlockM == kBlockN, "Q and KV tiles share one layout");
 
-// Shared memory for G row groups. G = 4, 2: Q (64 rows, 72 KiB), two KV buffers (cp.async double
-// buffering: tile j+1 loads while tile j computes), P, row statistics: 230,400 B. G = 1: Q (16 rows)
+// Shared memory for G row groups. G = 4, 2: Q (64 rows, 72 KiB), two KV buffers (double buffering:
+// tile j+1 loads while tile j computes), P, row statistics: 230,400 B. G = 1: Q (16 rows)
 // lives in registers (each warp holds the A fragments of all 36 k-steps: 144 registers), which
 // frees room for a third KV buffer: two tiles load while one computes (with it B128 H16 went from
 // 431 to 372 us); Q is staged in the third buffer before the tiles need it.
@@ -397,10 +398,9 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         CpAsyncCommit();
       }
     };
-    auto wait = [&](int j) {  // until tile j (and Q) landed, for this thread
+    auto wait = [&](int j) {  // until tile j landed (cp.async: and Q, with tile 0), for this thread
       const int stage = j % kStages;
       if (tma) {
-        if (j == 0) CpAsyncWaitAll();  // Q
         BarWait(bar0 + 8 * stage, (parities >> stage) & 1);
         parities ^= 1u << stage;
       } else {
