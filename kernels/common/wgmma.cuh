@@ -21,6 +21,12 @@ __device__ __forceinline__ uint32_t Sw128Offset(int row, int chunk, int block_by
   return uint32_t((chunk >> 3) * block_bytes + row * 128 + (((chunk ^ row) & 7) << 4));
 }
 
+// Byte offset of the k-th 16-wide K slice of a K-major Sw128 tile (a descriptor's start): four
+// slices a 64-column block, 32 bytes apart inside its swizzle atoms.
+__device__ __forceinline__ uint32_t Sw128KStep(int k, int block_bytes) {
+  return uint32_t((k / 4) * block_bytes + (k % 4) * 32);
+}
+
 // The shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"), 128-byte swizzle:
 // start address, leading and stride byte offsets, each in 16-byte units. K-major: sbo = the step
 // between 8-row groups (1024), lbo unused; the k-th 16-wide K slice of a block starts 32 k bytes in.

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(256, 1)
   float s[4][4];
   WgmmaFence();
   for (int ks = 0; ks < kCols / 16; ++ks) {
-    const uint32_t k_off = (ks / 4) * kBlock + (ks % 4) * 32;
+    const uint32_t k_off = Sw128KStep(ks, kBlock);
     Wgmma64x32(s, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + k_off + 32 * wg * 128, 16, 1024), ks > 0);
   }
   WgmmaCommit();

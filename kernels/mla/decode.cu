@@ -410,8 +410,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     for (int i = 0; i + 1 < kStages; ++i) load(i);
     uint32_t qf[L::kQInRegisters ? kDimQK / 16 : 1][4];  // Q's A fragments (G = 1)
     if constexpr (L::kQInRegisters) {
-      if (tma) CpAsyncWaitAll();  // Q landed; the first tiles may not have
-      else CpAsyncWaitGroup<kStages - 1>();
+      CpAsyncWaitGroup<kStages - 1>();  // Q landed (its tiles are cp.async copies); the first tiles may not have
       __syncthreads();
 #pragma unroll
       for (int ks = 0; ks < kDimQK / 16; ++ks) Ldsm4(qf[ks], sQ + Off576(lane & 15, 2 * ks + (lane >> 4)));
@@ -469,7 +468,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
 #pragma unroll
         for (int i = 0; i < kDimQK / 32; ++i) {
           const int ks = kDimQK / 32 * c + i;
-          const uint32_t k_off = (ks / 4) * kBlockBytes + (ks % 4) * 32;
+          const uint32_t k_off = Sw128KStep(ks, kBlockBytes);
           Wgmma64x64(sf, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + k_off, 16, 1024), i > 0);
         }
         WgmmaCommit();
@@ -501,7 +500,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         WgmmaFence();
 #pragma unroll
         for (int ks = 0; ks < kDimQK / 16; ++ks) {
-          const uint32_t k_off = (ks / 4) * kBlockBytes + (ks % 4) * 32;
+          const uint32_t k_off = Sw128KStep(ks, kBlockBytes);
           Wgmma64x32(s, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + tok0 * 128 + k_off, 16, 1024), ks > 0);
         }
         WgmmaCommit();
