@@ -26,8 +26,8 @@
 //     G = 4 is two warpgroups, c = the warpgroup, and runs both products as wgmma (QK^T m64n32k16,
 //     PV m64n256k16, operands from shared memory; B128 H128 went from 1282 to 826 us, 228 -> 353
 //     TFLOP/s); G = 2 and 1 use mma.sync (their 16 or 32 rows would waste most of wgmma's 64).
-//     The slices of a row meet twice per tile through shared memory: the row max (sMax) and the
-//     probabilities P (sP, bf16, read back as mma A fragments by every slice).
+//     The slices of a row meet through shared memory: the probabilities P (sP, bf16, read back as
+//     A fragments by every slice) each tile, the row max (sMax) only when a reference moves.
 //
 // Math per row and tile (the CPU model is split_reference.h; x in base 2: x_t = scale log2(e) q.K_t):
 //   x_t = -inf outside [t0, the row's limit = min(t1, VisibleKeys)); M = max_t x_t
@@ -559,40 +559,64 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       for (int k = 0; k < 2; ++k) {
         mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 1));
         mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 2));
-        if ((lane & 3) == 0) sMax[c * kRows + r_[k]] = mx[k];
       }
-      __syncthreads();
-      float alpha[2], ref[2];
+      // A row's reference m moves only when the tile's row max passes it by more than the slack
+      // (P <= 2^slack otherwise), which after a row's first tiles is rare. So P is computed with the
+      // current references first, and the barrier that publishes sP also asks whether any row needs
+      // a new one; only then do the slices exchange their maxima (sMax), move the references,
+      // rescale O and write P again: one barrier a tile where the exchange always took two.
+      const bool over = mx[0] > m[0] + kRescaleSlack || mx[1] > m[1] + kRescaleSlack;
+      float l_add[2];
+      auto write_p = [&] {  // P = 2^(x - m) into sP, its row sums into l_add
+        const float ref0 = m[0] == -INFINITY ? 0.f : m[0], ref1 = m[1] == -INFINITY ? 0.f : m[1];
+        l_add[0] = l_add[1] = 0.f;
 #pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        float mx_row = -INFINITY;
+        for (int n = 0; n < kTokTiles; ++n) {
+          const float p0 = exp2f(s[n][0] - ref0), p1 = exp2f(s[n][1] - ref0);
+          const float p2 = exp2f(s[n][2] - ref1), p3 = exp2f(s[n][3] - ref1);
+          l_add[0] += p0 + p1, l_add[1] += p2 + p3;
+          const uint32_t at = (lane & 3) * 4;
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(PackBf16(p0, p1)));
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(PackBf16(p2, p3)));
+        }
+        if constexpr (kWgmma) FenceProxyAsync();  // st.shared -> wgmma's reads of sP
+      };
+      auto move_references = [&] {  // every thread: the rows' maxima over the slices, new m, O rescaled
+        if ((lane & 3) == 0) sMax[c * kRows + r_[0]] = mx[0], sMax[c * kRows + r_[1]] = mx[1];
+        __syncthreads();
+        float alpha[2];
 #pragma unroll
-        for (int w = 0; w < kSplit; ++w) mx_row = fmaxf(mx_row, sMax[w * kRows + r_[k]]);
-        // The reference moves only when the tile's max passes it by more than the slack (P <= 2^slack
-        // otherwise), so that after a row's first tiles the O rescale below is skipped.
-        const float mn = mx_row > m[k] + kRescaleSlack ? mx_row : m[k];
-        ref[k] = mn == -INFINITY ? 0.f : mn;
-        alpha[k] = mn == m[k] ? 1.f : exp2f(m[k] - ref[k]);
-        m[k] = mn;
-        l[k] *= alpha[k];
-      }
+        for (int k = 0; k < 2; ++k) {
+          float mx_row = -INFINITY;
 #pragma unroll
-      for (int n = 0; n < kTokTiles; ++n) {
-        const float p0 = exp2f(s[n][0] - ref[0]), p1 = exp2f(s[n][1] - ref[0]);
-        const float p2 = exp2f(s[n][2] - ref[1]), p3 = exp2f(s[n][3] - ref[1]);
-        l[0] += p0 + p1, l[1] += p2 + p3;
-        const uint32_t at = (lane & 3) * 4;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(PackBf16(p0, p1)));
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(PackBf16(p2, p3)));
-      }
-      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+          for (int w = 0; w < kSplit; ++w) mx_row = fmaxf(mx_row, sMax[w * kRows + r_[k]]);
+          const float mn = mx_row > m[k] + kRescaleSlack ? mx_row : m[k];
+          alpha[k] = mn == m[k] ? 1.f : exp2f(m[k] - (mn == -INFINITY ? 0.f : mn));
+          m[k] = mn;
+          l[k] *= alpha[k];
+        }
+        if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-        for (int n = 0; n < kOutTiles; ++n) {
-          o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+          for (int n = 0; n < kOutTiles; ++n) {
+            o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+          }
+        }
+      };
+      if constexpr (kWgmma && MLA_QK_KSPLIT) {
+        // sP still holds half of S for the peer warpgroup until every thread has read it.
+        if (__syncthreads_or(over)) move_references();
+        write_p();
+        __syncthreads();  // sP complete
+      } else {
+        write_p();
+        if (__syncthreads_or(over)) {  // sP complete, unless a reference moves
+          move_references();
+          write_p();
+          __syncthreads();
         }
       }
-      if constexpr (kWgmma) FenceProxyAsync();  // st.shared -> wgmma's reads of sP
-      __syncthreads();  // sP complete (every warp's tokens)
+#pragma unroll
+      for (int k = 0; k < 2; ++k) l[k] += l_add[k];
 
       Mark(p, prof, kSoftmax);
       // ---- O[16 x 8 kOutTiles] += P[16 x 64] V[64 x 8 kOutTiles] (the warp's V columns) ---------
