@@ -44,6 +44,15 @@ template <int n>
 __device__ __forceinline__ void WgmmaWait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
 }
+// Pins an accumulator's registers here: the compiler may not move their reads or writes across this
+// point. After a wait, before the first use of D whose wgmma ran while other code was issued.
+template <int N>
+__device__ __forceinline__ void FenceOperands(float (&d)[N][4]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
+}
 // Shared-memory writes by ordinary stores (st.shared, cp.async) become visible to wgmma's operand
 // reads (the async proxy) after this fence and a barrier.
 __device__ __forceinline__ void FenceProxyAsync() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
