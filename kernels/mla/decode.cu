@@ -421,6 +421,9 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     float o[kOutTiles][4];
 #pragma unroll
     for (int n = 0; n < kOutTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    // (wgmma) The warpgroup's own P (its 32 tokens, two k-steps) as PV's A operand in registers: PV
+    // over its own tokens goes out before the barrier that completes sP with the peer's.
+    uint32_t pf[kWgmma ? 2 : 1][4];
 
     Mark(p, prof, kPrologue);
     for (int j = 0; j < n_tiles; ++j) {
@@ -459,6 +462,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       auto release_previous = [&] {
         if (tma) {
           WgmmaWait<1>();  // this tile's QK^T may still run
+          FenceOperands(pf);
           if (j > 0) __syncthreads();
           Mark(p, prof, kBarrier);
         }
@@ -587,8 +591,10 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
           const float p2 = exp2f(s[n][2] - ref1), p3 = exp2f(s[n][3] - ref1);
           l_add[0] += p0 + p1, l_add[1] += p2 + p3;
           const uint32_t at = (lane & 3) * 4;
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(PackBf16(p0, p1)));
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(PackBf16(p2, p3)));
+          const uint32_t lo = PackBf16(p0, p1), hi = PackBf16(p2, p3);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(lo));
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(hi));
+          if constexpr (kWgmma) pf[n / 2][2 * (n % 2)] = lo, pf[n / 2][2 * (n % 2) + 1] = hi;
         }
         if constexpr (kWgmma) FenceProxyAsync();  // st.shared -> wgmma's reads of sP
       };
@@ -616,8 +622,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       if constexpr (kWgmma && MLA_QK_KSPLIT) {
         // sP still holds half of S for the peer warpgroup until every thread has read it.
         if (__syncthreads_or(over)) move_references();
-        write_p();
-        __syncthreads();  // sP complete
+        write_p();  // (the barrier that completes sP is PV's)
       } else {
         write_p();
         if (__syncthreads_or(over)) {  // sP complete, unless a reference moves
@@ -632,14 +637,22 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       Mark(p, prof, kSoftmax);
       // ---- O[16 x 8 kOutTiles] += P[16 x 64] V[64 x 8 kOutTiles] (the warp's V columns) ---------
       if constexpr (kWgmma) {
-        // 4 k-steps of m64n256k16: P K-major, V (the tile's rows, 256 columns from block 4 c) MN-major.
+        // 4 k-steps of m64n256k16, V (the tile's rows, 256 columns from block 4 c) MN-major: the
+        // warpgroup's own tokens with P from registers, then (sP complete) the peer's from sP.
+        auto v_desc = [&](int kk) { return Sw128Desc(sK + 4 * c * kBlockBytes + kk * 16 * 128, kBlockBytes, 1024); };
         WgmmaFence();
 #pragma unroll
-        for (int kk = 0; kk < kBlockN / 16; ++kk)
-          Wgmma64x256MnB(o, Sw128Desc(sP + kk * 32, 16, 1024),
-                         Sw128Desc(sK + 4 * c * kBlockBytes + kk * 16 * 128, kBlockBytes, 1024), 1);
+        for (int i = 0; i < 2; ++i) Wgmma64x256RsMnB(o, pf[i], v_desc(2 * c + i), 1);
         WgmmaCommit();
-        if (!tma) WgmmaWait<0>();  // (TMA: at the next tile's QK^T, or after the loop)
+        if constexpr (MLA_QK_KSPLIT) __syncthreads();  // sP complete (else: the softmax's vote)
+        WgmmaFence();
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int kk = 2 * (1 - c) + i;
+          Wgmma64x256MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(kk), 1);
+        }
+        WgmmaCommit();
+        if (!tma) WgmmaWait<0>(), FenceOperands(pf);  // (TMA: at the next tile's QK^T, or after the loop)
       } else if (active) {
 #pragma unroll
         for (int kk = 0; kk < kBlockN / 16; ++kk) {
@@ -658,7 +671,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       Mark(p, prof, kPV);
     }
     CpAsyncWaitAll();  // n_tiles = 0: the Q group is still outstanding
-    if constexpr (kWgmma) WgmmaWait<0>(), FenceOperands(o);  // the last PV
+    if constexpr (kWgmma) WgmmaWait<0>(), FenceOperands(o), FenceOperands(pf);  // the last PV
 
     // ---- the row sums over the kSplit warps, then the output or the partial ---------------------
 #pragma unroll
