@@ -2,16 +2,23 @@
 // more splits into bf16 o and the natural-log LSE, and writes the entries with no keys at all
 // (S_b = 0: o = 0, LSE = -inf). Entries with one split were written by decode.cu and are skipped.
 //
-// One CTA of 4 warps per (output row (b, R = s*H + h), quarter of its 512 columns); a lane owns 4
-// columns (8 bytes of fp16), so a warp reads 256 contiguous bytes per split. The splits go in chunks
-// of 256: every warp loads the chunk's (m, l) at once (lane j: splits j, j + 32, ...), so every warp
-// knows every weight; warp w then takes the batches of 32 splits i = w, w + 4, ... of the chunk. A
-// full batch issues its 32 loads back to back into registers, then weighs them by w_j shuffled in
-// from lane j; a short batch (the tail, or an entry with few splits) loads one split at a time. The
-// 4 warps' sums meet in shared memory. Why: the kernel is a chain of memory latencies, not bandwidth
-// (8.7 MB at B1 H64 would take ~2 us). At B1 H64 (ncu, the kernel alone): a warp per row walking the
-// splits one at a time took ~90 us (fp32 partials), one (m, l) load a loop trip with the loads
-// interleaved with the sums 12.9 us, this 8.8 us.
+// Two kernels, by how many splits an entry has (about P / B + 1):
+// - Few (serving batches, prefill; P < 32 B): CombineRowsKernel, one warp a row, a lane owning 16
+//   columns (32 bytes of fp16), the row's (m, l) one split a lane, up to four splits' loads in
+//   flight. At these shapes the many-split kernel below left 3 of its 4 warps idle (2-3 splits an
+//   entry) and spent its time on the entry's metadata (64-bit divisions, repeated by 4 CTAs a row).
+//   ncu: B128 H128 s_q1 114.8 -> 16.2 us (decode: 531 us), B128 H16 26.8 -> 7.2 us (decode: 285.5).
+// - Many (B = 1 and small batches; P >= 32 B): CombineKernel, one CTA of 4 warps per (output row
+//   (b, R = s*H + h), quarter of its 512 columns); a lane owns 4 columns (8 bytes of fp16), so a
+//   warp reads 256 contiguous bytes per split. The splits go in chunks of 256: every warp loads the
+//   chunk's (m, l) at once (lane j: splits j, j + 32, ...), so every warp knows every weight; warp w
+//   then takes the batches of 32 splits i = w, w + 4, ... of the chunk. A full batch issues its 32
+//   loads back to back into registers, then weighs them by w_j shuffled in from lane j; a short
+//   batch (the tail) loads one split at a time. The 4 warps' sums meet in shared memory. Why: the
+//   kernel is a chain of memory latencies, not bandwidth (8.7 MB at B1 H64 would take ~2 us). At B1
+//   H64 (ncu, the kernel alone): a warp per row walking the splits one at a time took ~90 us (fp32
+//   partials), one (m, l) load a loop trip with the loads interleaved with the sums 12.9 us, this
+//   8.8 us.
 //
 // Math (split_reference.h's Combine), partials j = the entry's splits in part order, slot b + p,
 // each stored normalised (o_j = O_j / l_j, fp16):
@@ -39,11 +46,7 @@ __device__ __forceinline__ void Accumulate(float4& acc, float w, uint2 raw) {
   acc.x += w * a.x, acc.y += w * a.y, acc.z += w * b.x, acc.w += w * b.y;
 }
 
-// kBatched: full batches of 32 splits issue their loads at once. That takes ~110 registers a thread
-// against 32 without (16 CTAs an SM): serving batches, whose entries have 2 or 3 splits, lost 7% to
-// the batched form, so the launcher picks it only where entries have many splits.
-template <bool kBatched>
-__global__ void __launch_bounds__(kThreads, kBatched ? 1 : 16) CombineKernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, 1) CombineKernel(const Params p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t row = blockIdx.x / kQuarters;
   const int quarter = int(blockIdx.x % kQuarters);
@@ -85,15 +88,13 @@ __global__ void __launch_bounds__(kThreads, kBatched ? 1 : 16) CombineKernel(con
 #pragma unroll
         for (int i2 = 0; i2 < kChunk / 32; ++i2) wi = i2 == i ? w[i2] : wi;
         const __half* src = opart + int64_t(j0) * p.M * kDimV;
-        if constexpr (kBatched) {
-          if (n - j0 >= 32) {  // a full batch: its 32 loads first, all in flight at once
-            uint2 raw[32];
+        if (n - j0 >= 32) {  // a full batch: its 32 loads first, all in flight at once (~110 registers)
+          uint2 raw[32];
 #pragma unroll
-            for (int j = 0; j < 32; ++j) raw[j] = __ldg(reinterpret_cast<const uint2*>(src + int64_t(j) * p.M * kDimV));
+          for (int j = 0; j < 32; ++j) raw[j] = __ldg(reinterpret_cast<const uint2*>(src + int64_t(j) * p.M * kDimV));
 #pragma unroll
-            for (int j = 0; j < 32; ++j) Accumulate(acc, __shfl_sync(0xffffffffu, wi, j), raw[j]);
-            continue;
-          }
+          for (int j = 0; j < 32; ++j) Accumulate(acc, __shfl_sync(0xffffffffu, wi, j), raw[j]);
+          continue;
         }
         for (int j = 0; j < min(32, n - j0); ++j)  // one split at a time
           Accumulate(acc, __shfl_sync(0xffffffffu, wi, j), __ldg(reinterpret_cast<const uint2*>(src + int64_t(j) * p.M * kDimV)));
@@ -120,15 +121,81 @@ __global__ void __launch_bounds__(kThreads, kBatched ? 1 : 16) CombineKernel(con
     p.lse[b * p.lse_st[0] + sq * p.lse_st[1] + h * p.lse_st[2]] = L > 0.f ? (M + log2f(L)) * kLn2 : -INFINITY;
 }
 
+constexpr int kRowCols = kDimV / 32;  // CombineRowsKernel: the columns a lane owns (16)
+constexpr int kInFlight = 4;          // splits whose loads a warp issues before summing them
+
+// acc += w * 8 fp16.
+__device__ __forceinline__ void Accumulate8(float* acc, float w, uint4 raw) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    acc[2 * i] += w * f.x, acc[2 * i + 1] += w * f.y;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) CombineRowsKernel(const Params p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (row >= int64_t(p.B) * p.M) return;
+  const int b = int(row / p.M), R = int(row % p.M), sq = R / p.H, h = R % p.H;
+  const int64_t W = p.cum[p.B], c0 = p.cum[b], c1 = p.cum[b + 1];
+  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
+  const int n = W > 0 ? SplitsOf(c0, c1, W, Pe) : 0;
+  if (n == 1) return;
+  const int slot0 = n > 0 ? SlotOf(b, PartOf(c0, W, Pe)) : 0;
+  const float* ml = p.ml + (int64_t(slot0) * p.M + R) * 2;  // split j at ml + j * 2M
+  const __half* opart = p.opart + (int64_t(slot0) * p.M + R) * kDimV + lane * kRowCols;
+  const int64_t o_step = int64_t(p.M) * kDimV;
+
+  float M = -INFINITY;
+  for (int j = lane; j < n; j += 32) M = fmaxf(M, LoadMl(ml, p.M, n, j).x);
+#pragma unroll
+  for (int o = 16; o; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+  float acc[kRowCols] = {};
+  float L = 0.f;  // the lane's share of the weights
+  if (M != -INFINITY) {
+    for (int base = 0; base < n; base += 32) {
+      const float2 v = LoadMl(ml, p.M, n, base + lane);  // (an L1 hit when n <= 32: loaded above)
+      const float w = v.y * exp2f(v.x - M);             // 0 past n and for m_j = -inf
+      L += w;
+      const int count = min(32, n - base);
+      for (int j0 = 0; j0 < count; j0 += kInFlight) {
+        uint4 raw[kInFlight][2];
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k) {
+          if (j0 + k < count) {
+            const uint4* src = reinterpret_cast<const uint4*>(opart + int64_t(base + j0 + k) * o_step);
+            raw[k][0] = __ldg(src), raw[k][1] = __ldg(src + 1);
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k) {
+          const float wk = __shfl_sync(0xffffffffu, w, (j0 + k) & 31);
+          if (j0 + k < count) Accumulate8(acc, wk, raw[k][0]), Accumulate8(acc + 8, wk, raw[k][1]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int o = 16; o; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  // o rows are only 4-byte aligned (mla_cuda.cu's contract)
+  uint32_t* dst = reinterpret_cast<uint32_t*>(p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + lane * kRowCols);
+#pragma unroll
+  for (int i = 0; i < kRowCols / 2; ++i) dst[i] = PackBf16(acc[2 * i] * inv, acc[2 * i + 1] * inv);
+  if (lane == 0 && p.lse)
+    p.lse[b * p.lse_st[0] + sq * p.lse_st[1] + h * p.lse_st[2]] = L > 0.f ? (M + log2f(L)) * kLn2 : -INFINITY;
+}
+
 }  // namespace
 
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream) {
-  const int64_t blocks = int64_t(p.B) * p.M * kQuarters;  // B128 H128 s_q2: 131,072 (< 2^31)
-  // Splits an entry has: about P / B + 1 (the parts' boundaries fall inside entries).
+  const int64_t rows = int64_t(p.B) * p.M;
   if (p.parts >= 32 * p.B)
-    CombineKernel<true><<<unsigned(blocks), kThreads, 0, stream>>>(p);
+    CombineKernel<<<unsigned(rows * kQuarters), kThreads, 0, stream>>>(p);
   else
-    CombineKernel<false><<<unsigned(blocks), kThreads, 0, stream>>>(p);
+    CombineRowsKernel<<<unsigned((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
