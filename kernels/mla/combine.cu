@@ -34,6 +34,27 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kQuarters = 4;  // a CTA's share of a row: 128 columns
 constexpr int kChunk = 256;   // splits whose (m, l) a warp holds at once
 
+// Output row `row` = (b, R): the splits n of its entry (0: the entry has no keys; 1: decode wrote
+// the row) and, for n > 1, where its partials start: split j's (m, l) at ml + 2 M j, O / l at
+// opart + 512 M j.
+struct RowSplits {
+  int b, R, n;
+  const float* ml;
+  const __half* opart;
+};
+__device__ __forceinline__ RowSplits RowSplitsOf(const Params& p, int64_t row) {
+  RowSplits r{int(row / p.M), int(row % p.M), 0, p.ml, p.opart};
+  const int64_t W = p.cum[p.B], c0 = p.cum[r.b], c1 = p.cum[r.b + 1];
+  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
+  // One part (prefill): no 64-bit divisions for the rows decode wrote, all but the empty entries'.
+  r.n = c1 <= c0 ? 0 : Pe == 1 ? 1 : SplitsOf(c0, c1, W, Pe);
+  if (r.n > 1) {
+    const int64_t at = int64_t(SlotOf(r.b, PartOf(c0, W, Pe))) * p.M + r.R;
+    r.ml = p.ml + at * 2, r.opart = p.opart + at * kDimV;
+  }
+  return r;
+}
+
 // (m_j, l_j) of split j (at ml + j * 2M); (-inf, 0) past n.
 __device__ __forceinline__ float2 LoadMl(const float* ml, int M, int n, int j) {
   return j < n ? *reinterpret_cast<const float2*>(ml + int64_t(j) * 2 * M) : make_float2(-INFINITY, 0.f);
@@ -50,14 +71,11 @@ __global__ void __launch_bounds__(kThreads, 1) CombineKernel(const Params p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t row = blockIdx.x / kQuarters;
   const int quarter = int(blockIdx.x % kQuarters);
-  const int b = int(row / p.M), R = int(row % p.M), sq = R / p.H, h = R % p.H;
-  const int64_t W = p.cum[p.B], c0 = p.cum[b], c1 = p.cum[b + 1];
-  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
-  const int n = W > 0 ? SplitsOf(c0, c1, W, Pe) : 0;
+  const RowSplits rs = RowSplitsOf(p, row);
+  const int b = rs.b, R = rs.R, sq = R / p.H, h = R % p.H, n = rs.n;
   if (n == 1) return;
-  const int slot0 = n > 0 ? SlotOf(b, PartOf(c0, W, Pe)) : 0;
-  const float* ml = p.ml + (int64_t(slot0) * p.M + R) * 2;   // split j at ml + j * 2M
-  const __half* opart = p.opart + (int64_t(slot0) * p.M + R) * kDimV + quarter * 128 + lane * 4;
+  const float* ml = rs.ml;
+  const __half* opart = rs.opart + quarter * 128 + lane * 4;
 
   float M = -INFINITY;
   for (int base = 0; base < n; base += kChunk) {
@@ -138,14 +156,11 @@ __global__ void __launch_bounds__(kThreads) CombineRowsKernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   if (row >= int64_t(p.B) * p.M) return;
-  const int b = int(row / p.M), R = int(row % p.M), sq = R / p.H, h = R % p.H;
-  const int64_t W = p.cum[p.B], c0 = p.cum[b], c1 = p.cum[b + 1];
-  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
-  const int n = W > 0 ? SplitsOf(c0, c1, W, Pe) : 0;
+  const RowSplits rs = RowSplitsOf(p, row);
+  const int b = rs.b, R = rs.R, sq = R / p.H, h = R % p.H, n = rs.n;
   if (n == 1) return;
-  const int slot0 = n > 0 ? SlotOf(b, PartOf(c0, W, Pe)) : 0;
-  const float* ml = p.ml + (int64_t(slot0) * p.M + R) * 2;  // split j at ml + j * 2M
-  const __half* opart = p.opart + (int64_t(slot0) * p.M + R) * kDimV + lane * kRowCols;
+  const float* ml = rs.ml;
+  const __half* opart = rs.opart + lane * kRowCols;
   const int64_t o_step = int64_t(p.M) * kDimV;
 
   float M = -INFINITY;
