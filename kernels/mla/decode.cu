@@ -221,6 +221,13 @@ __device__ __forceinline__ int64_t BlockScan(int64_t x, int64_t* scratch, int64_
 }
 
 __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
+  if (p.B == 1) {  // no scan: one load (prefill: 8192 CTAs each paid ~5k cycles for the scans)
+    const int64_t W = p.seqlens[0];
+    if (write_cum && threadIdx.x == 0) p.cum[0] = 0, p.cum[1] = W;
+    const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
+    __syncthreads();  // as the scans' barriers: publishes the tile barriers' initialisation
+    return {W, 0, part < Pe && PartStart(part, W, Pe) < W ? 0 : 1};
+  }
   __shared__ int64_t scratch[kThreads / 32];
   __shared__ int64_t found_c0;
   __shared__ int found_b;
@@ -324,7 +331,9 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   float* sSum = reinterpret_cast<float*>(smem + L::kOffSum);  // [kSplit][kRows]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = warp % kRowGroups, c = warp / kRowGroups;
-  const int mb = blockIdx.x, part = blockIdx.y;
+  // m-blocks last to first: with causal s_q > 1 the last rows see the most keys, so the longest CTAs
+  // start first and the grid's tail is short ones (prefill: 1 to 128 tiles a CTA).
+  const int mb = gridDim.x - 1 - blockIdx.x, part = blockIdx.y;
 
   // With one entry, every part starts in entry 0: its Q rows load while the CTA scans the seqlens.
   const int R0 = mb * kBlockM;
@@ -681,6 +690,9 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       if ((lane & 3) == 0) sSum[c * kRows + r_[k]] = l[k];
     }
     __syncthreads();
+    // The rows leave through shared memory, then one bulk copy each (a row is 1 KiB, contiguous) when
+    // the destination rows are 16-byte aligned, as the partials always are (o: 64 4-byte stores a
+    // thread took ~9k cycles a CTA at prefill, whose 8192 CTAs each write o); else by 4-byte copies.
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int R = R0 + r_[k];
@@ -688,38 +700,48 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       float lt = 0.f;
 #pragma unroll
       for (int w = 0; w < kSplit; ++w) lt += sSum[w * kRows + r_[k]];
-      const int sq = R / p.H, h = R % p.H;
-      if (nsplit == 1) {
-        const float inv = lt > 0.f ? 1.f / lt : 0.f;
-        __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + 8 * kOutTiles * c + 2 * (lane & 3);
-#pragma unroll
-        for (int n = 0; n < kOutTiles; ++n)
-          *reinterpret_cast<uint32_t*>(dst + 8 * n) = PackBf16(o[n][2 * k] * inv, o[n][2 * k + 1] * inv);
-        if (c == 0 && (lane & 3) == 0 && p.lse)
-          p.lse[b * p.lse_st[0] + sq * p.lse_st[1] + h * p.lse_st[2]] =
-              lt > 0.f ? (m[k] + log2f(lt)) * kLn2 : -INFINITY;
-      } else {
-        const int64_t row = int64_t(SlotOf(b, part)) * p.M + R;
-        const float inv = lt > 0.f ? 1.f / lt : 0.f;
-        const uint32_t dst = sKV + r_[k] * kStageRow + (8 * kOutTiles * c + 2 * (lane & 3)) * 2;
+      const float inv = lt > 0.f ? 1.f / lt : 0.f;
+      const uint32_t dst = sKV + r_[k] * kStageRow + (8 * kOutTiles * c + 2 * (lane & 3)) * 2;
+      if (nsplit > 1) {
 #pragma unroll
         for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackHalf(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
         if (c == 0 && (lane & 3) == 0)
-          *reinterpret_cast<float2*>(p.ml + row * 2) = make_float2(m[k], lt);
+          *reinterpret_cast<float2*>(p.ml + (int64_t(SlotOf(b, part)) * p.M + R) * 2) = make_float2(m[k], lt);
+      } else {
+#pragma unroll
+        for (int n = 0; n < kOutTiles; ++n)
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackBf16(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
+        if (c == 0 && (lane & 3) == 0 && p.lse)
+          p.lse[b * p.lse_st[0] + (R / p.H) * p.lse_st[1] + (R % p.H) * p.lse_st[2]] =
+              lt > 0.f ? (m[k] + log2f(lt)) * kLn2 : -INFINITY;
       }
     }
-    if (nsplit > 1) {
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // st.shared -> the bulk copy
-      __syncthreads();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // st.shared -> the bulk copy
+    __syncthreads();
+    auto row_dst = [&](int R) -> void* {
+      return nsplit > 1 ? static_cast<void*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV)
+                        : p.o + b * p.o_st[0] + (R / p.H) * p.o_st[1] + (R % p.H) * p.o_st[2];
+    };
+    if (nsplit > 1 || (reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_st[0] % 8 == 0 && p.o_st[1] % 8 == 0 &&
+                       p.o_st[2] % 8 == 0)) {
       if (tid < rows_valid) {
-        __half* dst = p.opart + (int64_t(SlotOf(b, part)) * p.M + R0 + tid) * kDimV;
         asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
                      "cp.async.bulk.commit_group;\n"
-                     "cp.async.bulk.wait_group 0;\n" ::"l"(dst),
+                     "cp.async.bulk.wait_group 0;\n" ::"l"(row_dst(R0 + tid)),
                      "r"(sKV + tid * kStageRow), "n"(kDimV * 2)
                      : "memory");
       }
+    } else {
+      for (int row = warp; row < rows_valid; row += kThreads / 32) {
+        uint32_t* dst = static_cast<uint32_t*>(row_dst(R0 + row));
+        for (int word = lane; word < kDimV / 2; word += 32) {
+          uint32_t v;
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(sKV + row * kStageRow + word * 4));
+          dst[word] = v;
+        }
+      }
+      __syncthreads();  // before the next segment's copies overwrite the staging
     }
     Mark(p, prof, kEpilogue);
   }
