@@ -39,13 +39,14 @@
 // pages or past S_b never meets a P = 0 (0 * NaN = NaN).
 //
 // No warp specialisation yet: every warp issues, waits and computes, with per-tile __syncthreads.
-// Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03;
-// kernels/mla/RESULTS.md): at B1 H64 s_q1, of ~21k cycles a CTA, the seqlens scan (with Q's issue)
-// ~5k, the segment's prologue ~4.5k, the first tile's landing ~1.3k, QK^T ~1.6k, softmax ~1.2k, PV
-// ~1.1k, the epilogue (the partial's store) ~5.9k. A tile at B128 H128 (wgmma, TMA): the next
-// tile's issue ~0.4k, QK^T ~1.6k, softmax ~0.9k, PV ~1.1k, landing and barrier ~0.3k; at B128 H16
-// (mma.sync, cp.async): the next tile's issue ~1.3k, QK^T ~0.8k, softmax ~0.7k, PV ~0.8k, landing
-// and barrier ~0.3k.
+// Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03; ~1.9 GHz under this
+// load; kernels/mla/RESULTS.md): at B1 H64 s_q1, of ~21k cycles a CTA, Q's issue and the seqlens
+// ~5k, the segment's prologue ~4.5k, the first tile's landing ~1.3k, QK^T ~1.6k, softmax ~1.4k, PV
+// ~1.1k, the epilogue (the partial's store) ~5.8k. A tile at B128 H128 (wgmma, TMA): the previous
+// PV and this QK^T ~2.4k on the tensor pipe (the barrier and the next tile's issue overlap them),
+// then ~1.5k with it idle (S's swap, softmax, PV's issue); at B128 H16 (mma.sync, cp.async), which
+// the loads bound: the next tile's issue ~1.4k, QK^T ~0.8k, softmax ~0.4k, PV ~0.8k, landing and
+// barrier ~0.35k.
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 #include "mla/mla_gpu.cuh"
@@ -335,7 +336,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   // start first and the grid's tail is short ones (prefill: 1 to 128 tiles a CTA).
   const int mb = gridDim.x - 1 - blockIdx.x, part = blockIdx.y;
 
-  // With one entry, every part starts in entry 0: its Q rows load while the CTA scans the seqlens.
+  // With one entry, every part starts in entry 0: its Q rows load while the CTA reads the seqlens.
   const int R0 = mb * kBlockM;
   if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
   const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0);
