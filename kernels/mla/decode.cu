@@ -39,14 +39,14 @@
 // pages or past S_b never meets a P = 0 (0 * NaN = NaN).
 //
 // No warp specialisation yet: every warp issues, waits and computes, with per-tile __syncthreads.
-// Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03; ~1.9 GHz under this
-// load; kernels/mla/RESULTS.md): at B1 H64 s_q1, of ~21k cycles a CTA, Q's issue and the seqlens
-// ~5k, the segment's prologue ~4.5k, the first tile's landing ~1.3k, QK^T ~1.6k, softmax ~1.4k, PV
-// ~1.1k, the epilogue (the partial's store) ~5.8k. A tile at B128 H128 (wgmma, TMA): the previous
-// PV and this QK^T ~2.4k on the tensor pipe (the barrier and the next tile's issue overlap them),
-// then ~1.5k with it idle (S's swap, softmax, PV's issue); at B128 H16 (mma.sync, cp.async), which
-// the loads bound: the next tile's issue ~1.4k, QK^T ~0.8k, softmax ~0.4k, PV ~0.8k, landing and
-// barrier ~0.35k.
+// Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03; the SM clock is
+// 1.74-1.8 GHz at the compute-bound shapes, power-capped; kernels/mla/RESULTS.md): at B1 H64 s_q1,
+// of ~21k cycles a CTA, Q's issue and the seqlens ~5k, the segment's prologue ~4.5k, the first
+// tile's landing ~1.3k, QK^T ~1.6k, softmax ~1.4k, PV ~1.1k, the epilogue (the partial's store)
+// ~5.8k. A tile at B128 H128 (wgmma, TMA): the previous PV and this QK^T ~2.4k on the tensor pipe
+// (the barrier and the next tile's issue overlap them), then ~1.5k with it idle (S's swap, softmax,
+// PV's issue); at B128 H16 (mma.sync, cp.async), which the loads bound: the next tile's issue ~1.4k,
+// QK^T ~0.8k, softmax ~0.4k, PV ~0.8k, landing and barrier ~0.35k.
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 #include "mla/mla_gpu.cuh"
