@@ -10,6 +10,10 @@
 
 namespace longhaul::kernels {
 
+// Shared-memory writes by ordinary stores (st.shared, cp.async) become visible to the async proxy
+// (wgmma's operand reads, bulk copies out of shared memory) after this fence and a barrier.
+__device__ __forceinline__ void FenceProxyAsync() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 // Before first use, by one thread; then fence.mbarrier_init (BarInitFence) and a CTA barrier.
 __device__ __forceinline__ void BarInit(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count));

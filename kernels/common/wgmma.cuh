@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "common/tma.cuh"  // FenceProxyAsync: st.shared and cp.async writes -> wgmma's operand reads
+
 namespace longhaul::kernels {
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a tile whose 64-column blocks are
@@ -60,9 +62,6 @@ __device__ __forceinline__ void FenceOperands(uint32_t (&a)[N][4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[n][e])::"memory");
 }
-// Shared-memory writes by ordinary stores (st.shared, cp.async) become visible to wgmma's operand
-// reads (the async proxy) after this fence and a barrier.
-__device__ __forceinline__ void FenceProxyAsync() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // The asm statements' accumulator operands, d[n][e] ("+f", 4 a tile) of tiles [0, 4), [0, 8) and
 // [0, 32), and their names in the instruction.

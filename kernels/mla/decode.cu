@@ -718,7 +718,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
               lt > 0.f ? (m[k] + log2f(lt)) * kLn2 : -INFINITY;
       }
     }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // st.shared -> the bulk copy
+    FenceProxyAsync();  // st.shared -> the bulk copy
     __syncthreads();
     auto row_dst = [&](int R) -> void* {
       return nsplit > 1 ? static_cast<void*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV)

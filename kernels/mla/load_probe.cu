@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreads, 1) Probe(const uint8_t* kv, const in
     const uint32_t bar0 = SmemAddr(bars);
     if (tid == 0)
       for (int s = 0; s < kStages; ++s) BarInit(bar0 + 8 * s, 1);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    FenceProxyAsync();
     __syncthreads();
     auto issue = [&](int j) {
       const int s = j % kStages;
