@@ -28,6 +28,9 @@
 //     TFLOP/s); G = 2 and 1 use mma.sync (their 16 or 32 rows would waste most of wgmma's 64).
 //     The slices of a row meet through shared memory: the probabilities P (sP, bf16, read back as
 //     A fragments by every slice) each tile, the row max (sMax) only when a reference moves.
+//     Where the parts are long (serving batches, prefill) G = 4 runs the seesaw schedule instead
+//     (RunSeesaw below): each warpgroup computes S and P of every other tile, so one's softmax
+//     overlaps the other's products (B128 H128 s_q1 541 -> 502 us, prefill 8.66 -> 7.89 ms).
 //
 // Math per row and tile (the CPU model is split_reference.h; x in base 2: x_t = scale log2(e) q.K_t):
 //   x_t = -inf outside [t0, the row's limit = min(t1, VisibleKeys)); M = max_t x_t
@@ -38,10 +41,10 @@
 // Rows of a tile past the split's (or the causal) end are zero-filled by cp.async, so NaN in unused
 // pages or past S_b never meets a P = 0 (0 * NaN = NaN).
 //
-// No warp specialisation yet: every warp issues, waits and computes, with per-tile __syncthreads.
-// Where the time goes (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03; the SM clock is
-// 1.74-1.8 GHz at the compute-bound shapes, power-capped; kernels/mla/RESULTS.md): at B1 H64 s_q1,
-// of ~21k cycles a CTA, Q's issue and the seqlens ~5k, the segment's prologue ~4.5k, the first
+// Outside the seesaw, every warp issues, waits and computes, with per-tile __syncthreads.
+// Where the time went before the seesaw (thread 0's phase clocks, -DMLA_PHASE_CLOCKS, 2026-12-03;
+// the SM clock is 1.74-1.8 GHz at the compute-bound shapes, power-capped; kernels/mla/RESULTS.md):
+// at B1 H64 s_q1, of ~21k cycles a CTA, Q's issue and the seqlens ~5k, the segment's prologue ~4.5k, the first
 // tile's landing ~1.3k, QK^T ~1.6k, softmax ~1.4k, PV ~1.1k, the epilogue (the partial's store)
 // ~5.8k. A tile at B128 H128 (wgmma, TMA): the previous PV and this QK^T ~2.4k on the tensor pipe
 // (the barrier and the next tile's issue overlap them), then ~1.5k with it idle (S's swap, softmax,
@@ -51,11 +54,14 @@
 #include "common/wgmma.cuh"
 #include "mla/mla_gpu.cuh"
 
+#include <type_traits>
+
 // Tuning knobs, overridable by a longhaul search (tasks/mla writes mla_params.h): MLA_QK_UNROLL, the
 // unrolling of QK^T's 36 k-steps in the two-row-group (mma.sync) path; MLA_QK_KSPLIT, how the two
 // warpgroups of the four-row-group (wgmma) path share QK^T: 1 = by k-steps, then S's halves swap
 // through shared memory (B128 H128 s_q1 826 -> 800 us, prefill 12.9 -> 12.3 ms); 0 = by tokens;
-// MLA_KV_TMA, whether the wgmma path copies KV tiles by TMA (1) or cp.async (0).
+// MLA_KV_TMA, whether the wgmma path copies KV tiles by TMA (1) or cp.async (0); MLA_SEESAW, whether
+// four row groups with TMA and long parts run the seesaw schedule (1) or the path above (0).
 #if __has_include("mla_params.h")
 #include "mla_params.h"
 #endif
@@ -67,6 +73,9 @@
 #endif
 #ifndef MLA_KV_TMA
 #define MLA_KV_TMA 1
+#endif
+#ifndef MLA_SEESAW
+#define MLA_SEESAW 1
 #endif
 
 #define MLA_STR(x) #x
@@ -295,11 +304,328 @@ __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long lon
   }
 }
 
+// S of this lane's columns of n8 tiles [0, N) over tokens [u, u + 8N) to base 2, -inf outside
+// [t0, lim[row]) (lim[0] for row lane / 4, lim[1] for row lane / 4 + 8), and the two rows' maxima
+// over the quad.
+template <int N>
+__device__ __forceinline__ void ScaleMask(float (&s)[N][4], int u, int t0, const int (&lim)[2], float scale_log2,
+                                          float (&mx)[2]) {
+  const int lane = threadIdx.x & 31;
+  mx[0] = mx[1] = -INFINITY;
+  if (u >= t0 && u + 8 * N <= min(lim[0], lim[1])) {  // all of the lane's tokens
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] *= scale_log2;
+        mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+      }
+  } else {
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = u + 8 * n + 2 * (lane & 3) + (e & 1);
+        const float x = t >= t0 && t < lim[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
+        s[n][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+  }
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 1));
+    mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 2));
+  }
+}
+
+// ---- the seesaw schedule (four row groups, TMA tiles) -------------------------------------------
+// FlashMLA's idea (its deep-dive, 2025-04), our code: the warpgroups take turns on the tensor pipe.
+// Tiles come in pairs, A = 2k in buffer 0 and B = 2k + 1 in buffer 1. Warpgroup 0 computes S and P
+// of A, warpgroup 1 those of B; each accumulates its half of O's columns (0 keeps 0..255, 1 keeps
+// 256..511) from both tiles:
+//   WG0: S_A = Q K_A^T; softmax -> P_A (registers and A's rope block); O_L += P_A V_A,L;
+//        then (P_B from sP) O_L += P_B V_B,L
+//   WG1: S_B = Q K_B^T; softmax -> P_B (registers and sP);  O_R += P_A V_A,R;  O_R += P_B V_B,R
+// so that one warpgroup's softmax runs while the other's products keep the tensor pipe busy. The
+// rows' reference m passes between them through shared memory: WG0 sets it from A (m only moves
+// past the slack, as in the other path), WG1 from B on top of that; WG0 catches up before P_B, and
+// WG1 rescales P_A in place in the rare tile where it moved the reference past A's.
+// Each buffer reloads in two halves, each as soon as its last reader is done, by a thread of that
+// reader: blocks 0-3 (V's left half: only WG0's products read them after S) by WG0, blocks 4-8
+// (V's right half and the rope block, which holds P_A) by WG1. Four mbarriers: (buffer, half).
+// Named barriers: kBarA (WG0 -> WG1: P_A and m after A), kBarB (WG1 -> WG0: P_B and m after B),
+// kBarQ (WG0 -> WG1: S_A is issued, so that S_A runs before S_B and WG0's softmax beside S_B:
+// prefill 8.22 -> 7.89 ms), kBarWg + c (warpgroup c alone).
+// compute-sanitizer racecheck flags the hand-offs of the references (and the epilogue's sSum) as
+// races. It flags a correct bar.arrive -> bar.sync hand-off too (common/racecheck_probe.cu), but
+// here the reports stay with bar.sync on both sides, unexplained (kernels/mla/RESULTS.md);
+// memcheck and synccheck are clean, and gpu_check passes.
+enum : int { kBarA = 1, kBarB = 2, kBarWg = 3, kBarQ = 5 };
+constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
+template <int kId, int kThreadCount>
+__device__ __forceinline__ void NamedArrive() {
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "n"(kThreadCount) : "memory");
+}
+template <int kId, int kThreadCount>
+__device__ __forceinline__ void NamedSync() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreadCount) : "memory");
+}
+// A barrier over kThreadCount threads that also returns whether x held in any of them.
+template <int kId, int kThreadCount>
+__device__ __forceinline__ bool NamedSyncAny(bool x) {
+  uint32_t r;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, %3, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(r)
+      : "r"(uint32_t(x)), "n"(kId), "n"(kThreadCount)
+      : "memory");
+  return r != 0;
+}
+
+struct SeesawSegment {
+  uint32_t sQ, sKV, sP, bar0;  // bar0: the four tile barriers, (buffer, half) at 8 (2 buffer + half)
+  float* sM;                   // [2][64] the rows' reference after warpgroup c's tile, at sM + 64 c
+  const int32_t* pages;        // the page of each tile (paged), or null (contiguous)
+  int b, tile0, n_tiles, stop, t0, lim[2];
+};
+
+__device__ __forceinline__ float Ref(float m) { return m == -INFINITY ? 0.f : m; }
+// Hides x's value from the compiler: the operand descriptors, made from it, then stay inside the
+// loop instead of ~150 registers of loop-invariant descriptors (which spilled).
+__device__ __forceinline__ void Opaque(uint32_t& x) { asm volatile("" : "+r"(x)); }
+
+// Tile i's half (0: blocks 0-3, 1: blocks 4-8) into buffer i % 2; one thread.
+__device__ __forceinline__ void LoadHalf(const Params& p, const SeesawSegment& g, int i, int half, int page) {
+  const uint32_t bar = g.bar0 + 8 * (2 * (i & 1) + half);
+  BarArriveExpectTx(bar, (half ? 5 : 4) * kBlockBytes);
+  TmaLoad4d(g.sKV + (i & 1) * kTileBytes + 4 * half * kBlockBytes, half ? &p.kv_map_hi : &p.kv_map_lo, 0,
+            g.pages ? 0 : g.tile0 + i * kBlockN, 4 * half, g.pages ? page : g.b, bar);
+}
+
+// The pairs of one segment. o, m, l: this warpgroup's half of O, its rows' reference and row sums
+// (over its own tiles; the epilogue adds the two warpgroups' sums, both at the final reference).
+__device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& g, float (&o)[32][4], float (&m)[2],
+                                          float (&l)[2], uint32_t& parities) {
+  const int tid = threadIdx.x, lane = tid & 31, wt = tid & 127;
+  // The warpgroup, through a shuffle so that the compiler sees it uniform across the warp: wgmma in
+  // a branch it cannot prove uniform is serialised (ptxas C7520).
+  const int c = __shfl_sync(0xffffffffu, tid >> 7, 0);
+  const int r_[2] = {16 * (wt >> 5) + (lane >> 2), 16 * (wt >> 5) + (lane >> 2) + 8};
+  const int n = g.n_tiles;
+  const bool issuer = wt == 0;  // thread 0 loads the left halves, thread 128 the right ones
+  int page_ahead = 0;           // (issuer, paged) the page of the next tile this thread loads
+  if (issuer) {
+    for (int i = 0; i < 2 && i < n; ++i) LoadHalf(p, g, i, c, g.pages ? g.pages[i] : 0);
+    if (g.pages && n > 2) page_ahead = g.pages[2];
+  }
+  CpAsyncWaitAll();  // Q, copied by every thread
+  FenceProxyAsync();
+  __syncthreads();
+  auto load = [&](int i) {  // tiles in ascending order from 2, this warpgroup's half
+    if (!issuer || i >= n) return;
+    LoadHalf(p, g, i, c, page_ahead);
+    if (g.pages && i + 1 < n) page_ahead = g.pages[i + 1];
+  };
+  auto wait = [&](int buffer, int half) {
+    const int i = 2 * buffer + half;
+    BarWait(g.bar0 + 8 * i, (parities >> i) & 1);
+    parities ^= 1u << i;
+  };
+  // S = Q K^T of the tile in `buf`: k-steps of the first half to land first.
+  auto qk = [&](float (&s)[8][4], uint32_t buf, int u, int buffer) {
+    const int first_half = c, second_half = 1 - c;  // WG0 starts on blocks 0-3, WG1 on 4-8
+    const bool tail = u + kBlockN > g.stop;
+    wait(buffer, first_half);
+    if (tail) {  // rows past the split's end := 0 (NaN in unused pages must not meet P = 0)
+      wait(buffer, second_half);
+      for (int i = wt; i < (kBlockN - (g.stop - u)) * kChunks; i += 128) {
+        const int row = g.stop - u + i / kChunks;
+        asm volatile("st.shared.v4.b32 [%0], {%1,%1,%1,%1};\n" ::"r"(buf + Off576(row, i % kChunks)), "r"(0));
+      }
+      FenceProxyAsync();
+      if (c == 0) NamedSync<kBarWg, 128>();
+      else NamedSync<kBarWg + 1, 128>();
+    }
+    // WG0: k-steps 0-15 (blocks 0-3), then 16-35; WG1: 16-35 (blocks 4-8), then 0-15.
+    uint32_t q_base = g.sQ, k_base = buf;
+    Opaque(q_base), Opaque(k_base);
+    auto steps = [&](int from, auto count, bool first) {
+#pragma unroll
+      for (int ks = 0; ks < decltype(count)::value; ++ks) {
+        const uint32_t k_off = Sw128KStep(from + ks, kBlockBytes);
+        Wgmma64x64(s, Sw128Desc(q_base + k_off, 16, 1024), Sw128Desc(k_base + k_off, 16, 1024), !first || ks > 0);
+      }
+    };
+    using Steps16 = std::integral_constant<int, 16>;
+    using Steps20 = std::integral_constant<int, 20>;
+    WgmmaFence();
+    if (c == 0) steps(0, Steps16{}, true);
+    else steps(16, Steps20{}, true);
+    if (!tail) wait(buffer, second_half);
+    if (c == 0) steps(16, Steps20{}, false);
+    else steps(0, Steps16{}, false);
+    WgmmaCommit();
+  };
+  // O and l to the reference mn (O is not in flight).
+  auto move_to = [&](const float (&mn)[2]) {
+    float alpha[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) alpha[k] = mn[k] == m[k] ? 1.f : exp2f(m[k] - Ref(mn[k]));
+    if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) o[i][0] *= alpha[0], o[i][1] *= alpha[0], o[i][2] *= alpha[1], o[i][3] *= alpha[1];
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) l[k] *= alpha[k], m[k] = mn[k];
+  };
+  // P = 2^(x - m) into dst (a 64 x 64 Sw128 block) and pf (PV's A fragments), its sums into l.
+  auto write_p = [&](const float (&s)[8][4], uint32_t dst, uint32_t (&pf)[4][4]) {
+    const float ref0 = Ref(m[0]), ref1 = Ref(m[1]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float p0 = exp2f(s[i][0] - ref0), p1 = exp2f(s[i][1] - ref0);
+      const float p2 = exp2f(s[i][2] - ref1), p3 = exp2f(s[i][3] - ref1);
+      l[0] += p0 + p1, l[1] += p2 + p3;
+      const uint32_t lo = PackBf16(p0, p1), hi = PackBf16(p2, p3), at = (lane & 3) * 4;
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + OffP(r_[0], i) + at), "r"(lo));
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + OffP(r_[1], i) + at), "r"(hi));
+      pf[i / 2][2 * (i % 2)] = lo, pf[i / 2][2 * (i % 2) + 1] = hi;
+    }
+    // (One array a writer: in WG1 a lane rewrote the row its quad had just read.)
+    if ((lane & 3) == 0) g.sM[64 * c + r_[0]] = m[0], g.sM[64 * c + r_[1]] = m[1];
+    FenceProxyAsync();  // st.shared -> the other warpgroup's wgmma reads
+  };
+  // V's half c of the tile in buf, k-step kk (16 tokens), MN-major.
+  auto v_desc = [&](uint32_t buf, int kk) {
+    Opaque(buf);
+    return Sw128Desc(buf + 4 * c * kBlockBytes + kk * 16 * 128, kBlockBytes, 1024);
+  };
+  auto p_desc = [&](uint32_t base, int kk) {  // P (K-major, 64 x 64 in one block), k-step kk
+    Opaque(base);
+    return Sw128Desc(base + kk * 32, 16, 1024);
+  };
+
+  const uint32_t bufA = g.sKV, bufB = g.sKV + kTileBytes, ropeA = bufA + 8 * kBlockBytes;
+  uint32_t pf[4][4];
+  // (Each branch ends with its accumulators waited for: a merge of in-flight accumulators counts as
+  // reading them, C7514.)
+  if (c == 0) {
+    for (int k = 0; 2 * k < n; ++k) {
+      const int A = 2 * k, uA = g.tile0 + A * kBlockN;
+      const bool hasB = A + 1 < n;
+      float s[8][4];
+      // O_L += P_B V_B,L of the previous pair is done: buffer 1's left half is free. (Waiting for it
+      // after S_A's issue, with S_A in flight, made ptxas serialise every wgmma, C7514.)
+      WgmmaWait<0>();
+      FenceOperands(o);
+      if (k > 0) load(A + 1);
+      qk(s, bufA, uA, 0);
+      NamedArrive<kBarQ, 256>();
+      WgmmaWait<0>();
+      FenceOperands(s);
+      float mx[2], mn[2];
+      ScaleMask(s, uA, g.t0, g.lim, p.scale_log2, mx);
+#pragma unroll
+      for (int k2 = 0; k2 < 2; ++k2) mn[k2] = mx[k2] > m[k2] + kRescaleSlack ? mx[k2] : m[k2];
+      move_to(mn);
+      write_p(s, ropeA, pf);
+      NamedArrive<kBarA, 256>();
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) Wgmma64x256RsMnB(o, pf[kk], v_desc(bufA, kk), 1);
+      WgmmaCommit();
+      if (!hasB) break;
+      NamedSync<kBarB, 256>();
+      wait(1, 0);  // (this thread's view of B's left half)
+      // O_L += P_A V_A,L ran beside B's softmax: done by now, and buffer 0's left half is free.
+      WgmmaWait<0>();
+      FenceOperands(o);
+      FenceOperands(pf);
+      load(A + 2);
+      const float mB[2] = {g.sM[64 + r_[0]], g.sM[64 + r_[1]]};
+      move_to(mB);  // (where WG1 moved a reference past A's: rare)
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) Wgmma64x256MnB(o, p_desc(g.sP, kk), v_desc(bufB, kk), 1);
+      WgmmaCommit();
+    }
+    WgmmaWait<0>();
+    FenceOperands(o);
+    FenceOperands(pf);
+  } else {
+    for (int k = 0; 2 * k < n; ++k) {
+      const int A = 2 * k, uB = g.tile0 + (A + 1) * kBlockN;
+      const bool hasB = A + 1 < n;
+      float s[8][4];
+      WgmmaWait<0>();  // O_R += P_B V_B,R of the previous pair is done: buffer 1's right half is free
+      FenceOperands(o);
+      FenceOperands(pf);
+      if (k > 0) load(A + 1);
+      NamedSync<kBarQ, 256>();
+      if (hasB) qk(s, bufB, uB, 1);
+      NamedSync<kBarA, 256>();
+      wait(0, 1);  // (this thread's view of A's right half)
+      const float mA[2] = {g.sM[r_[0]], g.sM[r_[1]]};
+      float mn[2] = {mA[0], mA[1]};
+      WgmmaWait<0>();
+      FenceOperands(s);
+      if (hasB) {
+        float mx[2];
+        ScaleMask(s, uB, g.t0, g.lim, p.scale_log2, mx);
+#pragma unroll
+        for (int k2 = 0; k2 < 2; ++k2) mn[k2] = mx[k2] > mA[k2] + kRescaleSlack ? mx[k2] : mA[k2];
+      }
+      move_to(mn);
+      if (hasB) {
+        write_p(s, g.sP, pf);
+        NamedArrive<kBarB, 256>();
+      }
+      // P_A was made with A's reference; where B moved it, P_A *= 2^(ref_A - ref) in place (rare).
+      const bool fix = mn[0] != mA[0] || mn[1] != mA[1];
+      if (NamedSyncAny<kBarWg + 1, 128>(fix)) {
+        if (fix) {
+#pragma unroll
+          for (int k2 = 0; k2 < 2; ++k2) {
+            const float f = exp2f(Ref(mA[k2]) - Ref(mn[k2]));
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              const uint32_t at = ropeA + OffP(r_[k2], i) + (lane & 3) * 4;
+              uint32_t v;
+              asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(at));
+              const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(PackBf16(x.x * f, x.y * f)));
+            }
+          }
+        }
+        FenceProxyAsync();
+        NamedSync<kBarWg + 1, 128>();
+      }
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) Wgmma64x256MnB(o, p_desc(ropeA, kk), v_desc(bufA, kk), 1);
+      WgmmaCommit();
+      if (hasB) {
+        WgmmaFence();  // (pf)
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) Wgmma64x256RsMnB(o, pf[kk], v_desc(bufB, kk), 1);
+        WgmmaCommit();
+      }
+      WgmmaWait<1>();  // O_R += P_A V_A,R is done (or, without B, the last pair: nothing to load)
+      load(A + 2);  // buffer 0's right half is free
+    }
+    WgmmaWait<0>();
+    FenceOperands(o);
+    FenceOperands(pf);
+  }
+}
+
 // kRowGroups: the 16-row groups a CTA computes (1, 2 or 4; fewer than 4 only when M <= 16 *
 // kRowGroups, so there is one m-block). The 8 warps split the rows into kRowGroups and the tokens (QK^T) and V
 // columns (PV) into 8 / kRowGroups: at H16 s_q1 every warp works on the 16 real rows, where the
 // 64-row layout left 6 of 8 warps idle and put the other two on one scheduler.
-template <int kRowGroups>
+// kSeesaw (four row groups, the cache's TMA maps valid): every segment runs the seesaw schedule,
+// and the other paths are compiled out (with them in the same kernel the registers spilled).
+template <int kRowGroups, bool kSeesaw>
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constant__ Params p) {
   constexpr int kRows = 16 * kRowGroups;
   constexpr int kSplit = 8 / kRowGroups;     // warps sharing a row group
@@ -312,11 +638,14 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   // Four row groups (64 rows): the two warpgroups run QK^T and PV as wgmma (warpgroup c = warp / 4
   // holds the same rows, tokens and columns as the mma.sync layout's slice c).
   constexpr bool kWgmma = kRowGroups == 4;
+  static_assert(!kSeesaw || kWgmma, "the seesaw is for four row groups");
   __shared__ unsigned long long prof[kPhaseCounters];
-  __shared__ __align__(8) uint64_t tile_bars[kStages];  // TMA tiles land on tile_bars[i % kStages]
+  // TMA tiles land on tile_bars[i % kStages] (the seesaw: on (buffer, half), four)
+  constexpr int kBars = kStages > 4 ? kStages : 4;
+  __shared__ __align__(8) uint64_t tile_bars[kBars];
   const uint32_t bar0 = SmemAddr(tile_bars);
   if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) BarInit(bar0 + 8 * i, 1);
+    for (int i = 0; i < kBars; ++i) BarInit(bar0 + 8 * i, 1);
     BarInitFence();  // FindPartEntry's barriers publish it
   }
   uint32_t parities = 0;  // bit i: the phase of tile_bars[i] to wait for next
@@ -384,49 +713,15 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     if (tma && p.block_table) {
       const int aligned0 = t0 / kPageSize * kPageSize;
       const int aligned_tiles = (stop - aligned0 + kBlockN - 1) / kBlockN;
-      if (aligned_tiles == n_tiles || n_tiles >= 8) tile0 = aligned0, n_tiles = aligned_tiles;
+      // (The seesaw always starts on the page: its pair of tiles runs side by side.)
+      if (kSeesaw || aligned_tiles == n_tiles || n_tiles >= 8) tile0 = aligned0, n_tiles = aligned_tiles;
       else tma = false;
     }
 
     __syncthreads();  // the previous segment is done with every buffer
     if (p.B > 1) LoadQ(p, sQ, b, R0, kRows);  // (B = 1: issued above)
-    if (L::kQInRegisters || tma) CpAsyncCommit();  // Q's own group (else it joins tile 0's)
-    // The issuing thread reads a tile's page a tile ahead: read when issuing, its latency (~0.6k
-    // cycles) held up warp 0 and with it every warp at the next barrier.
+    if (L::kQInRegisters || tma || kSeesaw) CpAsyncCommit();  // Q's own group (else it joins tile 0's)
     const int32_t* pages = p.block_table ? p.block_table + b * p.bt_stride + tile0 / kPageSize : nullptr;
-    int page_ahead = tma && pages && tid == 0 ? pages[0] : 0;
-    auto load = [&](int i) {  // tile i into its buffer: cp.async, one group a tile, empty past the last
-      const int stage = i % kStages;
-      if (tma) {
-        if (i < n_tiles && tid == 0) {
-          const int page = page_ahead;
-          if (pages && i + 1 < n_tiles) page_ahead = pages[i + 1];
-          LoadTileTma(p, sKV + stage * kTileBytes, bar0 + 8 * stage, pages ? 0 : tile0 + i * kBlockN, pages ? page : b);
-        }
-      } else {
-        if (i < n_tiles) LoadTile(p, sKV + stage * kTileBytes, b, tile0 + i * kBlockN, stop);
-        CpAsyncCommit();
-      }
-    };
-    auto wait = [&](int j) {  // until tile j landed (cp.async: and Q, with tile 0), for this thread
-      const int stage = j % kStages;
-      if (tma) {
-        BarWait(bar0 + 8 * stage, (parities >> stage) & 1);
-        parities ^= 1u << stage;
-      } else {
-        CpAsyncWaitGroup<kStages - 2>();
-      }
-    };
-    for (int i = 0; i + 1 < kStages; ++i) load(i);
-    uint32_t qf[L::kQInRegisters ? kDimQK / 16 : 1][4];  // Q's A fragments (G = 1)
-    if constexpr (L::kQInRegisters) {
-      CpAsyncWaitGroup<kStages - 1>();  // Q landed (its tiles are cp.async copies); the first tiles may not have
-      __syncthreads();
-#pragma unroll
-      for (int ks = 0; ks < kDimQK / 16; ++ks) Ldsm4(qf[ks], sQ + Off576(lane & 15, 2 * ks + (lane >> 4)));
-      // The loop's first barrier orders these reads before tile kStages - 1 overwrites Q.
-    }
-
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
     float o[kOutTiles][4];
 #pragma unroll
@@ -434,251 +729,267 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     // (wgmma) The warpgroup's own P (its 32 tokens, two k-steps) as PV's A operand in registers: PV
     // over its own tokens goes out before the barrier that completes sP with the peer's.
     uint32_t pf[kWgmma ? 2 : 1][4];
-
-    Mark(p, prof, kPrologue);
-    for (int j = 0; j < n_tiles; ++j) {
-      const int u = tile0 + j * kBlockN;
-      const uint32_t sK = sKV + (j % kStages) * kTileBytes;
-      if (tma) {
-        // No barrier here: QK^T's MMAs queue behind the previous tile's PV, and the barrier that
-        // frees tile j - 1's buffer (for tile j + 1) and sP comes after they are issued
-        // (release_previous), so that it and the next tile's issue overlap them (B128 H128 s_q1
-        // 664 -> 647 us, prefill 10.5 -> 10.1-10.3 ms).
-        if (j == 0) CpAsyncWaitAll(), FenceProxyAsync(), __syncthreads();  // Q, copied by every thread
-        Mark(p, prof, kLand);
-        wait(j);
-        if (u + kBlockN > stop) {  // rows past the split's end := 0 (cp.async zero-fills them)
-          ZeroRows(sK, stop - u);
-          FenceProxyAsync();  // before wgmma reads them, or a later TMA copy overwrites them
-          __syncthreads();
-        }
-      } else {
-        wait(j);
-        if constexpr (kWgmma) FenceProxyAsync();  // the tile's cp.async writes -> wgmma's reads
-        Mark(p, prof, kLand);
-        __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
-        Mark(p, prof, kBarrier);
-        if constexpr (!kWgmma) load(j + kStages - 1), Mark(p, prof, kIssue);  // (wgmma: while QK^T runs)
-      }
-      if (kPhaseClocks && p.prof && tid == 0) ++prof[kTiles];
-
-      // ---- S = Q K^T for this warp's 16 rows x 8 kTokTiles tokens -------------------------------
-      float s[kTokTiles][4];
-#pragma unroll
-      for (int n = 0; n < kTokTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-      // (wgmma) Once the previous tile's PV is done in both warpgroups, its buffer and sP are free:
-      // tile j + 1 goes into that buffer (cp.async: its PV was waited for, and the barrier passed,
-      // before this tile).
-      auto release_previous = [&] {
+    if constexpr (kSeesaw) {
+      const SeesawSegment sg{sQ, sKV, sP, bar0, sMax, pages, b, tile0, n_tiles, stop, t0, {lim[0], lim[1]}};
+      RunSeesaw(p, sg, o, m, l, parities);
+    } else {
+      // The issuing thread reads a tile's page a tile ahead: read when issuing, its latency (~0.6k
+      // cycles) held up warp 0 and with it every warp at the next barrier.
+      int page_ahead = tma && pages && tid == 0 ? pages[0] : 0;
+      auto load = [&](int i) {  // tile i into its buffer: cp.async, one group a tile, empty past the last
+        const int stage = i % kStages;
         if (tma) {
-          WgmmaWait<1>();  // this tile's QK^T may still run
-          FenceOperands(pf);
-          if (j > 0) __syncthreads();
-          Mark(p, prof, kBarrier);
+          if (i < n_tiles && tid == 0) {
+            const int page = page_ahead;
+            if (pages && i + 1 < n_tiles) page_ahead = pages[i + 1];
+            LoadTileTma(p, sKV + stage * kTileBytes, bar0 + 8 * stage, pages ? 0 : tile0 + i * kBlockN, pages ? page : b);
+          }
+        } else {
+          if (i < n_tiles) LoadTile(p, sKV + stage * kTileBytes, b, tile0 + i * kBlockN, stop);
+          CpAsyncCommit();
         }
-        load(j + kStages - 1);
-        Mark(p, prof, kIssue);
       };
-      const int tok0 = 8 * kTokTiles * c;  // the warp's first token in the tile
-      if constexpr (kWgmma && MLA_QK_KSPLIT) {
-        // Warpgroup c: S over all 64 tokens and k-steps [18 c, 18 c + 18) (m64n64k16), then the
-        // halves meet: c keeps tokens 32 c .. + 31 and sends the other 32 (8 KiB a warpgroup) to its
-        // peer. Reads 144 KiB of shared memory a tile where 36 steps of m64n32k16 over half the
-        // tokens read 216 KiB (Q twice). Warpgroup 0 sends through sP (free until the softmax),
-        // warpgroup 1 through the tile's rope block, which only its own k-steps read.
-        float sf[8][4];
-        WgmmaFence();
-#pragma unroll
-        for (int i = 0; i < kDimQK / 32; ++i) {
-          const int ks = kDimQK / 32 * c + i;
-          const uint32_t k_off = Sw128KStep(ks, kBlockBytes);
-          Wgmma64x64(sf, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + k_off, 16, 1024), i > 0);
+      auto wait = [&](int j) {  // until tile j landed (cp.async: and Q, with tile 0), for this thread
+        const int stage = j % kStages;
+        if (tma) {
+          BarWait(bar0 + 8 * stage, (parities >> stage) & 1);
+          parities ^= 1u << stage;
+        } else {
+          CpAsyncWaitGroup<kStages - 2>();
         }
-        WgmmaCommit();
-        release_previous();
-        WgmmaWait<0>();
-        FenceOperands(o);  // the previous PV's O is final here
-        const uint32_t rope = sK + 8 * kBlockBytes, slot = (tid % 128) * 16;
-        const uint32_t x_out = c == 0 ? sP : rope, x_in = c == 0 ? rope : sP;
-#pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          float v[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) v[e] = c == 0 ? sf[n + 4][e] : sf[n][e];
-          asm volatile("st.shared.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(x_out + n * 2048 + slot), "f"(v[0]),
-                       "f"(v[1]), "f"(v[2]), "f"(v[3]));
-        }
+      };
+      for (int i = 0; i + 1 < kStages; ++i) load(i);
+      uint32_t qf[L::kQInRegisters ? kDimQK / 16 : 1][4];  // Q's A fragments (G = 1)
+      if constexpr (L::kQInRegisters) {
+        CpAsyncWaitGroup<kStages - 1>();  // Q landed (its tiles are cp.async copies); the first tiles may not have
         __syncthreads();
 #pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          float v[4];
-          asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                       : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
-                       : "r"(x_in + n * 2048 + slot));
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[n][e] = (c == 0 ? sf[n][e] : sf[n + 4][e]) + v[e];
-        }
-      } else if constexpr (kWgmma) {
-        // 36 k-steps of m64n32k16, Q and K both K-major from shared memory; the next tile's copies
-        // are issued while they run.
-        WgmmaFence();
-#pragma unroll
-        for (int ks = 0; ks < kDimQK / 16; ++ks) {
-          const uint32_t k_off = Sw128KStep(ks, kBlockBytes);
-          Wgmma64x32(s, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + tok0 * 128 + k_off, 16, 1024), ks > 0);
-        }
-        WgmmaCommit();
-        release_previous();
-        WgmmaWait<0>();
-        FenceOperands(o);  // the previous PV's O is final here
-      } else if constexpr (L::kQInRegisters) {
-        // One n8 tile (G = 1, every warp active): one ldmatrix.x4 holds its B for two k-steps; two
-        // accumulators halve the chain of dependent MMAs (36 deep with one; four gained nothing).
-        float s1[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int ks = 0; ks < kDimQK / 16; ks += 2) {
-          uint32_t bb[4];
-          Ldsm4(bb, sK + Off576(tok0 + (lane & 7), 2 * ks + (lane >> 3)));
-          Mma(s[0], qf[ks], bb[0], bb[1]);
-          Mma(s1, qf[ks + 1], bb[2], bb[3]);
-        }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[0][e] += s1[e];
-      } else if (active) {
-        MLA_UNROLL(MLA_QK_UNROLL)
-        for (int ks = 0; ks < kDimQK / 16; ++ks) {
-          uint32_t a[4];
-          Ldsm4(a, sQ + Off576(16 * g + (lane & 15), 2 * ks + (lane >> 4)));
-#pragma unroll
-          for (int pr = 0; pr < kTokTiles / 2; ++pr) {
-            uint32_t bb[4];  // tokens +0..7 and +8..15, k halves lo / hi
-            Ldsm4(bb, sK + Off576(tok0 + 16 * pr + (lane & 7) + ((lane >> 4) << 3), 2 * ks + ((lane >> 3) & 1)));
-            Mma(s[2 * pr], a, bb[0], bb[1]);
-            Mma(s[2 * pr + 1], a, bb[2], bb[3]);
-          }
-        }
+        for (int ks = 0; ks < kDimQK / 16; ++ks) Ldsm4(qf[ks], sQ + Off576(lane & 15, 2 * ks + (lane >> 4)));
+        // The loop's first barrier orders these reads before tile kStages - 1 overwrites Q.
       }
-      Mark(p, prof, kQK);
-      // ---- scale to base 2, mask, row max over the kSplit warps of the row group ---------------
-      float mx[2] = {-INFINITY, -INFINITY};
-      if (u + tok0 >= t0 && u + tok0 + 8 * kTokTiles <= min(lim[0], lim[1])) {  // all of the thread's tokens
-#pragma unroll
-        for (int n = 0; n < kTokTiles; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            s[n][e] *= p.scale_log2;
-            mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
-          }
-      } else {
-#pragma unroll
-        for (int n = 0; n < kTokTiles; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int t = u + tok0 + 8 * n + 2 * (lane & 3) + (e & 1);
-            const float x = t >= t0 && t < lim[e >> 1] ? s[n][e] * p.scale_log2 : -INFINITY;
-            s[n][e] = x;
-            mx[e >> 1] = fmaxf(mx[e >> 1], x);
-          }
-      }
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 1));
-        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 2));
-      }
-      // A row's reference m moves only when the tile's row max passes it by more than the slack
-      // (P <= 2^slack otherwise), which after a row's first tiles is rare. So P is computed with the
-      // current references first, and the barrier that publishes sP also asks whether any row needs
-      // a new one; only then do the slices exchange their maxima (sMax), move the references,
-      // rescale O and write P again: one barrier a tile where the exchange always took two.
-      const bool over = mx[0] > m[0] + kRescaleSlack || mx[1] > m[1] + kRescaleSlack;
-      float l_add[2];
-      auto write_p = [&] {  // P = 2^(x - m) into sP, its row sums into l_add
-        const float ref0 = m[0] == -INFINITY ? 0.f : m[0], ref1 = m[1] == -INFINITY ? 0.f : m[1];
-        l_add[0] = l_add[1] = 0.f;
-#pragma unroll
-        for (int n = 0; n < kTokTiles; ++n) {
-          const float p0 = exp2f(s[n][0] - ref0), p1 = exp2f(s[n][1] - ref0);
-          const float p2 = exp2f(s[n][2] - ref1), p3 = exp2f(s[n][3] - ref1);
-          l_add[0] += p0 + p1, l_add[1] += p2 + p3;
-          const uint32_t at = (lane & 3) * 4;
-          const uint32_t lo = PackBf16(p0, p1), hi = PackBf16(p2, p3);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(lo));
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(hi));
-          if constexpr (kWgmma) pf[n / 2][2 * (n % 2)] = lo, pf[n / 2][2 * (n % 2) + 1] = hi;
-        }
-        if constexpr (kWgmma) FenceProxyAsync();  // st.shared -> wgmma's reads of sP
-      };
-      auto move_references = [&] {  // every thread: the rows' maxima over the slices, new m, O rescaled
-        if ((lane & 3) == 0) sMax[c * kRows + r_[0]] = mx[0], sMax[c * kRows + r_[1]] = mx[1];
-        __syncthreads();
-        float alpha[2];
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          float mx_row = -INFINITY;
-#pragma unroll
-          for (int w = 0; w < kSplit; ++w) mx_row = fmaxf(mx_row, sMax[w * kRows + r_[k]]);
-          const float mn = mx_row > m[k] + kRescaleSlack ? mx_row : m[k];
-          alpha[k] = mn == m[k] ? 1.f : exp2f(m[k] - (mn == -INFINITY ? 0.f : mn));
-          m[k] = mn;
-          l[k] *= alpha[k];
-        }
-        if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
-#pragma unroll
-          for (int n = 0; n < kOutTiles; ++n) {
-            o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
-          }
-        }
-      };
-      if constexpr (kWgmma && MLA_QK_KSPLIT) {
-        // sP still holds half of S for the peer warpgroup until every thread has read it.
-        if (__syncthreads_or(over)) move_references();
-        write_p();  // (the barrier that completes sP is PV's)
-      } else {
-        write_p();
-        if (__syncthreads_or(over)) {  // sP complete, unless a reference moves
-          move_references();
-          write_p();
-          __syncthreads();
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < 2; ++k) l[k] += l_add[k];
 
-      Mark(p, prof, kSoftmax);
-      // ---- O[16 x 8 kOutTiles] += P[16 x 64] V[64 x 8 kOutTiles] (the warp's V columns) ---------
-      if constexpr (kWgmma) {
-        // 4 k-steps of m64n256k16, V (the tile's rows, 256 columns from block 4 c) MN-major: the
-        // warpgroup's own tokens with P from registers, then (sP complete) the peer's from sP.
-        auto v_desc = [&](int kk) { return Sw128Desc(sK + 4 * c * kBlockBytes + kk * 16 * 128, kBlockBytes, 1024); };
-        WgmmaFence();
-#pragma unroll
-        for (int i = 0; i < 2; ++i) Wgmma64x256RsMnB(o, pf[i], v_desc(2 * c + i), 1);
-        WgmmaCommit();
-        if constexpr (MLA_QK_KSPLIT) __syncthreads();  // sP complete (else: the softmax's vote)
-        WgmmaFence();
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int kk = 2 * (1 - c) + i;
-          Wgmma64x256MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(kk), 1);
+      Mark(p, prof, kPrologue);
+      for (int j = 0; j < n_tiles; ++j) {
+        const int u = tile0 + j * kBlockN;
+        const uint32_t sK = sKV + (j % kStages) * kTileBytes;
+        if (tma) {
+          // No barrier here: QK^T's MMAs queue behind the previous tile's PV, and the barrier that
+          // frees tile j - 1's buffer (for tile j + 1) and sP comes after they are issued
+          // (release_previous), so that it and the next tile's issue overlap them (B128 H128 s_q1
+          // 664 -> 647 us, prefill 10.5 -> 10.1-10.3 ms).
+          if (j == 0) CpAsyncWaitAll(), FenceProxyAsync(), __syncthreads();  // Q, copied by every thread
+          Mark(p, prof, kLand);
+          wait(j);
+          if (u + kBlockN > stop) {  // rows past the split's end := 0 (cp.async zero-fills them)
+            ZeroRows(sK, stop - u);
+            FenceProxyAsync();  // before wgmma reads them, or a later TMA copy overwrites them
+            __syncthreads();
+          }
+        } else {
+          wait(j);
+          if constexpr (kWgmma) FenceProxyAsync();  // the tile's cp.async writes -> wgmma's reads
+          Mark(p, prof, kLand);
+          __syncthreads();  // tile j (and Q) landed; everyone is done with tile j-1's buffer and sP
+          Mark(p, prof, kBarrier);
+          if constexpr (!kWgmma) load(j + kStages - 1), Mark(p, prof, kIssue);  // (wgmma: while QK^T runs)
         }
-        WgmmaCommit();
-        if (!tma) WgmmaWait<0>(), FenceOperands(pf);  // (TMA: at the next tile's QK^T, or after the loop)
-      } else if (active) {
+        if (kPhaseClocks && p.prof && tid == 0) ++prof[kTiles];
+
+        // ---- S = Q K^T for this warp's 16 rows x 8 kTokTiles tokens -------------------------------
+        float s[kTokTiles][4];
 #pragma unroll
-        for (int kk = 0; kk < kBlockN / 16; ++kk) {
-          uint32_t a[4];
-          Ldsm4(a, sP + OffP(16 * g + (lane & 15), 2 * kk + (lane >> 4)));
+        for (int n = 0; n < kTokTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        // (wgmma) Once the previous tile's PV is done in both warpgroups, its buffer and sP are free:
+        // tile j + 1 goes into that buffer (cp.async: its PV was waited for, and the barrier passed,
+        // before this tile).
+        auto release_previous = [&] {
+          if (tma) {
+            WgmmaWait<1>();  // this tile's QK^T may still run
+            FenceOperands(pf);
+            if (j > 0) __syncthreads();
+            Mark(p, prof, kBarrier);
+          }
+          load(j + kStages - 1);
+          Mark(p, prof, kIssue);
+        };
+        const int tok0 = 8 * kTokTiles * c;  // the warp's first token in the tile
+        if constexpr (kWgmma && MLA_QK_KSPLIT) {
+          // Warpgroup c: S over all 64 tokens and k-steps [18 c, 18 c + 18) (m64n64k16), then the
+          // halves meet: c keeps tokens 32 c .. + 31 and sends the other 32 (8 KiB a warpgroup) to its
+          // peer. Reads 144 KiB of shared memory a tile where 36 steps of m64n32k16 over half the
+          // tokens read 216 KiB (Q twice). Warpgroup 0 sends through sP (free until the softmax),
+          // warpgroup 1 through the tile's rope block, which only its own k-steps read.
+          float sf[8][4];
+          WgmmaFence();
 #pragma unroll
-          for (int np = 0; np < kOutTiles / 2; ++np) {
+          for (int i = 0; i < kDimQK / 32; ++i) {
+            const int ks = kDimQK / 32 * c + i;
+            const uint32_t k_off = Sw128KStep(ks, kBlockBytes);
+            Wgmma64x64(sf, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + k_off, 16, 1024), i > 0);
+          }
+          WgmmaCommit();
+          release_previous();
+          WgmmaWait<0>();
+          FenceOperands(o);  // the previous PV's O is final here
+          const uint32_t rope = sK + 8 * kBlockBytes, slot = (tid % 128) * 16;
+          const uint32_t x_out = c == 0 ? sP : rope, x_in = c == 0 ? rope : sP;
+#pragma unroll
+          for (int n = 0; n < 4; ++n) {
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = c == 0 ? sf[n + 4][e] : sf[n][e];
+            asm volatile("st.shared.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(x_out + n * 2048 + slot), "f"(v[0]),
+                         "f"(v[1]), "f"(v[2]), "f"(v[3]));
+          }
+          __syncthreads();
+#pragma unroll
+          for (int n = 0; n < 4; ++n) {
+            float v[4];
+            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                         : "r"(x_in + n * 2048 + slot));
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[n][e] = (c == 0 ? sf[n][e] : sf[n + 4][e]) + v[e];
+          }
+        } else if constexpr (kWgmma) {
+          // 36 k-steps of m64n32k16, Q and K both K-major from shared memory; the next tile's copies
+          // are issued while they run.
+          WgmmaFence();
+#pragma unroll
+          for (int ks = 0; ks < kDimQK / 16; ++ks) {
+            const uint32_t k_off = Sw128KStep(ks, kBlockBytes);
+            Wgmma64x32(s, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + tok0 * 128 + k_off, 16, 1024), ks > 0);
+          }
+          WgmmaCommit();
+          release_previous();
+          WgmmaWait<0>();
+          FenceOperands(o);  // the previous PV's O is final here
+        } else if constexpr (L::kQInRegisters) {
+          // One n8 tile (G = 1, every warp active): one ldmatrix.x4 holds its B for two k-steps; two
+          // accumulators halve the chain of dependent MMAs (36 deep with one; four gained nothing).
+          float s1[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int ks = 0; ks < kDimQK / 16; ks += 2) {
             uint32_t bb[4];
-            Ldsm4T(bb, sK + Off576(16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                   kOutTiles * c + 2 * np + (lane >> 4)));
-            Mma(o[2 * np], a, bb[0], bb[1]);
-            Mma(o[2 * np + 1], a, bb[2], bb[3]);
+            Ldsm4(bb, sK + Off576(tok0 + (lane & 7), 2 * ks + (lane >> 3)));
+            Mma(s[0], qf[ks], bb[0], bb[1]);
+            Mma(s1, qf[ks + 1], bb[2], bb[3]);
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[0][e] += s1[e];
+        } else if (active) {
+          MLA_UNROLL(MLA_QK_UNROLL)
+          for (int ks = 0; ks < kDimQK / 16; ++ks) {
+            uint32_t a[4];
+            Ldsm4(a, sQ + Off576(16 * g + (lane & 15), 2 * ks + (lane >> 4)));
+#pragma unroll
+            for (int pr = 0; pr < kTokTiles / 2; ++pr) {
+              uint32_t bb[4];  // tokens +0..7 and +8..15, k halves lo / hi
+              Ldsm4(bb, sK + Off576(tok0 + 16 * pr + (lane & 7) + ((lane >> 4) << 3), 2 * ks + ((lane >> 3) & 1)));
+              Mma(s[2 * pr], a, bb[0], bb[1]);
+              Mma(s[2 * pr + 1], a, bb[2], bb[3]);
+            }
           }
         }
+        Mark(p, prof, kQK);
+        // ---- scale to base 2, mask, row max over the kSplit warps of the row group ---------------
+        float mx[2];
+        ScaleMask(s, u + tok0, t0, lim, p.scale_log2, mx);
+        // A row's reference m moves only when the tile's row max passes it by more than the slack
+        // (P <= 2^slack otherwise), which after a row's first tiles is rare. So P is computed with the
+        // current references first, and the barrier that publishes sP also asks whether any row needs
+        // a new one; only then do the slices exchange their maxima (sMax), move the references,
+        // rescale O and write P again: one barrier a tile where the exchange always took two.
+        const bool over = mx[0] > m[0] + kRescaleSlack || mx[1] > m[1] + kRescaleSlack;
+        float l_add[2];
+        auto write_p = [&] {  // P = 2^(x - m) into sP, its row sums into l_add
+          const float ref0 = m[0] == -INFINITY ? 0.f : m[0], ref1 = m[1] == -INFINITY ? 0.f : m[1];
+          l_add[0] = l_add[1] = 0.f;
+#pragma unroll
+          for (int n = 0; n < kTokTiles; ++n) {
+            const float p0 = exp2f(s[n][0] - ref0), p1 = exp2f(s[n][1] - ref0);
+            const float p2 = exp2f(s[n][2] - ref1), p3 = exp2f(s[n][3] - ref1);
+            l_add[0] += p0 + p1, l_add[1] += p2 + p3;
+            const uint32_t at = (lane & 3) * 4;
+            const uint32_t lo = PackBf16(p0, p1), hi = PackBf16(p2, p3);
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[0], kTokTiles * c + n) + at), "r"(lo));
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sP + OffP(r_[1], kTokTiles * c + n) + at), "r"(hi));
+            if constexpr (kWgmma) pf[n / 2][2 * (n % 2)] = lo, pf[n / 2][2 * (n % 2) + 1] = hi;
+          }
+          if constexpr (kWgmma) FenceProxyAsync();  // st.shared -> wgmma's reads of sP
+        };
+        auto move_references = [&] {  // every thread: the rows' maxima over the slices, new m, O rescaled
+          if ((lane & 3) == 0) sMax[c * kRows + r_[0]] = mx[0], sMax[c * kRows + r_[1]] = mx[1];
+          __syncthreads();
+          float alpha[2];
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {
+            float mx_row = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < kSplit; ++w) mx_row = fmaxf(mx_row, sMax[w * kRows + r_[k]]);
+            const float mn = mx_row > m[k] + kRescaleSlack ? mx_row : m[k];
+            alpha[k] = mn == m[k] ? 1.f : exp2f(m[k] - (mn == -INFINITY ? 0.f : mn));
+            m[k] = mn;
+            l[k] *= alpha[k];
+          }
+          if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+            for (int n = 0; n < kOutTiles; ++n) {
+              o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+            }
+          }
+        };
+        if constexpr (kWgmma && MLA_QK_KSPLIT) {
+          // sP still holds half of S for the peer warpgroup until every thread has read it.
+          if (__syncthreads_or(over)) move_references();
+          write_p();  // (the barrier that completes sP is PV's)
+        } else {
+          write_p();
+          if (__syncthreads_or(over)) {  // sP complete, unless a reference moves
+            move_references();
+            write_p();
+            __syncthreads();
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < 2; ++k) l[k] += l_add[k];
+
+        Mark(p, prof, kSoftmax);
+        // ---- O[16 x 8 kOutTiles] += P[16 x 64] V[64 x 8 kOutTiles] (the warp's V columns) ---------
+        if constexpr (kWgmma) {
+          // 4 k-steps of m64n256k16, V (the tile's rows, 256 columns from block 4 c) MN-major: the
+          // warpgroup's own tokens with P from registers, then (sP complete) the peer's from sP.
+          auto v_desc = [&](int kk) { return Sw128Desc(sK + 4 * c * kBlockBytes + kk * 16 * 128, kBlockBytes, 1024); };
+          WgmmaFence();
+#pragma unroll
+          for (int i = 0; i < 2; ++i) Wgmma64x256RsMnB(o, pf[i], v_desc(2 * c + i), 1);
+          WgmmaCommit();
+          if constexpr (MLA_QK_KSPLIT) __syncthreads();  // sP complete (else: the softmax's vote)
+          WgmmaFence();
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int kk = 2 * (1 - c) + i;
+            Wgmma64x256MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(kk), 1);
+          }
+          WgmmaCommit();
+          if (!tma) WgmmaWait<0>(), FenceOperands(pf);  // (TMA: at the next tile's QK^T, or after the loop)
+        } else if (active) {
+#pragma unroll
+          for (int kk = 0; kk < kBlockN / 16; ++kk) {
+            uint32_t a[4];
+            Ldsm4(a, sP + OffP(16 * g + (lane & 15), 2 * kk + (lane >> 4)));
+#pragma unroll
+            for (int np = 0; np < kOutTiles / 2; ++np) {
+              uint32_t bb[4];
+              Ldsm4T(bb, sK + Off576(16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                     kOutTiles * c + 2 * np + (lane >> 4)));
+              Mma(o[2 * np], a, bb[0], bb[1]);
+              Mma(o[2 * np + 1], a, bb[2], bb[3]);
+            }
+          }
+        }
+        Mark(p, prof, kPV);
       }
-      Mark(p, prof, kPV);
     }
     CpAsyncWaitAll();  // n_tiles = 0: the Q group is still outstanding
     if constexpr (kWgmma) WgmmaWait<0>(), FenceOperands(o), FenceOperands(pf);  // the last PV
@@ -749,18 +1060,18 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   ReportProfile(p, prof);
 }
 
-template <int kRowGroups>
+template <int kRowGroups, bool kSeesaw = false>
 cudaError_t Launch(const Params& p, cudaStream_t stream) {
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
-    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups>,
+    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups, kSeesaw>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              Layout<kRowGroups>::kBytes + 1024);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  DecodeKernel<kRowGroups><<<dim3(p.m_blocks, p.parts), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
+  DecodeKernel<kRowGroups, kSeesaw><<<dim3(p.m_blocks, p.parts), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
   return cudaGetLastError();
 }
 }  // namespace
@@ -768,6 +1079,9 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
   if (p.M <= 16) return Launch<1>(p, stream);
   if (p.M <= 32) return Launch<2>(p, stream);
+  // The seesaw where parts are long (serving batches, prefill); with a tile or two a part (B1), the
+  // extra tile of its page-aligned start cost more than it gained (24 -> 27.6 us).
+  if (MLA_SEESAW && MLA_KV_TMA && p.kv_tma && p.part_tokens >= kSeesawMinTokens) return Launch<4, true>(p, stream);
   return Launch<4>(p, stream);
 }
 

@@ -55,7 +55,7 @@ unsigned long long* g_profile = nullptr;
 // The cache's tensor map for decode.cu's TMA tiles (mla_gpu.cuh), or false when the driver cannot
 // make one; the kernel then copies every tile with cp.async. The driver's encoder is reached
 // through the runtime, so nothing links libcuda.
-bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map) {
+bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map, int blocks = kDimQK / 64) {
   static const auto encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found;
@@ -66,13 +66,14 @@ bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map) {
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }();
   const bool paged = p.block_table != nullptr;
-  // Rank 4, (column within a 64-column block, row, block, page or entry): one box is a whole tile,
-  // in decode.cu's layout (nine blocks of 64 rows x 128 bytes). Nine rank-3 boxes a tile kept the
-  // issuing thread ~0.9k cycles a tile (B128 H128 684 us; 674 with one box).
+  // Rank 4, (column within a 64-column block, row, block, page or entry): one box is `blocks`
+  // blocks of a tile (all nine by default), in decode.cu's layout (blocks of 64 rows x 128 bytes).
+  // Nine rank-3 boxes a tile kept the issuing thread ~0.9k cycles a tile (B128 H128 684 us; 674
+  // with one box).
   const cuuint64_t dims[4] = {64, cuuint64_t(paged ? kPageSize : p.S_max), cuuint64_t(kDimQK / 64),
                               cuuint64_t(paged ? p.num_pages : p.B)};
   const cuuint64_t strides[3] = {cuuint64_t(p.kv_stride[1]) * 2, 128, cuuint64_t(p.kv_stride[0]) * 2};
-  const cuuint32_t box[4] = {64, 64, kDimQK / 64, 1}, unit[4] = {1, 1, 1, 1};
+  const cuuint32_t box[4] = {64, 64, cuuint32_t(blocks), 1}, unit[4] = {1, 1, 1, 1};
   return encode && dims[1] > 0 && dims[3] > 0 &&
          encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(p.kv), dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -111,6 +112,7 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   gpu::Params g{};
   g.B = p.B, g.s_q = p.s_q, g.H = p.H, g.M = p.s_q * p.H;
   g.m_blocks = MBlocks(p.s_q, p.H), g.parts = P;
+  g.part_tokens = int64_t(p.B) * (p.block_table ? int64_t(p.max_pages) * kPageSize : p.S_max) / P;
   g.q = static_cast<const __nv_bfloat16*>(p.q);
   g.kv = static_cast<const __nv_bfloat16*>(p.kv);
   g.o = static_cast<__nv_bfloat16*>(p.o);
@@ -118,7 +120,7 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   for (int i = 0; i < 3; ++i) g.q_st[i] = p.q_stride[i], g.o_st[i] = p.o_stride[i], g.lse_st[i] = p.lse_stride[i];
   g.kv_st[0] = p.kv_stride[0], g.kv_st[1] = p.kv_stride[1];
   g.block_table = p.block_table, g.bt_stride = p.block_table_stride;
-  g.kv_tma = EncodeKvMap(p, &g.kv_map);
+  g.kv_tma = EncodeKvMap(p, &g.kv_map) && EncodeKvMap(p, &g.kv_map_lo, 4) && EncodeKvMap(p, &g.kv_map_hi, 5);
   g.seqlens = p.seqlens;
   const double scale = p.scale > 0 ? double(p.scale) : 1.0 / std::sqrt(192.0);
   g.scale_log2 = float(scale * 1.4426950408889634074);

@@ -24,9 +24,13 @@ struct Params {
   // The cache as a TMA tensor (mla_cuda.cu), one box a 64-token tile in decode.cu's swizzled layout:
   // the wgmma path copies its tiles with it.
   CUtensorMap kv_map;
-  bool kv_tma;               // kv_map is valid
+  // The same with a box of blocks 0-3 (V's left half) and of blocks 4-8 (V's right half and the
+  // rope): the seesaw schedule reloads each half of a buffer as soon as its last reader is done.
+  CUtensorMap kv_map_lo, kv_map_hi;
+  bool kv_tma;               // the three maps are valid
   int B, s_q, H, M;          // M = s_q * H query rows per entry (row R = s * H + h)
   int m_blocks, parts;       // the decode grid (m_blocks, parts); parts = P of schedule.h
+  int64_t part_tokens;       // at most this many tokens a part (the cache's capacity over P)
   const __nv_bfloat16* q;    int64_t q_st[3];   // {b, s, h}
   const __nv_bfloat16* kv;   int64_t kv_st[2];  // {b, t} contiguous or {page, t} paged
   const int32_t* block_table;                    // paged when not null
