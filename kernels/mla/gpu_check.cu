@@ -213,6 +213,10 @@ int main(int argc, char** argv) {
       // decode.cu writes o through shared memory and one bulk copy a row, or 4-byte copies when
       // o's rows are not 16-byte aligned (this case).
       {"B2 H64 S{777,2000} s_q1 single split, o at +4 bytes", 2, 1, 64, {777, 2000}, true, true, 1.0, 1, 2},
+      // The seesaw schedule (long parts: few of them) with a half-empty m-block, and with q large
+      // enough that the second tile of a pair moves the rows' reference past the first's.
+      {"B3 H96 S{3000,1500,4100} s_q1 contiguous num_parts 2 (M 96)", 3, 1, 96, {3000, 1500, 4100}, false, true, 1.0, 2},
+      {"B2 H128 S{5000,2047} s_q1 paged q~4 num_parts 3", 2, 1, 128, {5000, 2047}, true, true, 4.0, 3},
   };
   int fails = 0;
   const size_t only = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : cases.size();
