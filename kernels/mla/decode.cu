@@ -462,6 +462,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
     if (c == 0) steps(0, Steps16{}, true);
     else steps(16, Steps20{}, true);
     if (!tail) wait(buffer, second_half);
+    WgmmaFence();  // (ptxas puts one here anyway, after the wait's branches, and says so: C7519)
     if (c == 0) steps(16, Steps20{}, false);
     else steps(0, Steps16{}, false);
     WgmmaCommit();

@@ -1,0 +1,1 @@
+../../../kernels/common/racecheck_probe.cu
