@@ -190,8 +190,9 @@ __device__ __forceinline__ void LoadTileTma(const Params& p, uint32_t kv_s, uint
 }
 
 // Rows [r0, 64) of a landed tile := 0, so that NaN in unused pages (or past S_b) never meets a P = 0.
-__device__ __forceinline__ void ZeroRows(uint32_t kv_s, int r0) {
-  for (int i = threadIdx.x; i < (kBlockN - r0) * kChunks; i += kThreads) {
+// Done by `threads` threads, this one being thread `t` of them.
+__device__ __forceinline__ void ZeroRows(uint32_t kv_s, int r0, int t = threadIdx.x, int threads = kThreads) {
+  for (int i = t; i < (kBlockN - r0) * kChunks; i += threads) {
     const int row = r0 + i / kChunks;
     asm volatile("st.shared.v4.b32 [%0], {%1,%1,%1,%1};\n" ::"r"(kv_s + Off576(row, i % kChunks)), "r"(0));
   }
@@ -438,10 +439,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
     wait(buffer, first_half);
     if (tail) {  // rows past the split's end := 0 (NaN in unused pages must not meet P = 0)
       wait(buffer, second_half);
-      for (int i = wt; i < (kBlockN - (g.stop - u)) * kChunks; i += 128) {
-        const int row = g.stop - u + i / kChunks;
-        asm volatile("st.shared.v4.b32 [%0], {%1,%1,%1,%1};\n" ::"r"(buf + Off576(row, i % kChunks)), "r"(0));
-      }
+      ZeroRows(buf, g.stop - u, wt, 128);
       FenceProxyAsync();
       if (c == 0) NamedSync<kBarWg, 128>();
       else NamedSync<kBarWg + 1, 128>();
@@ -642,7 +640,8 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   static_assert(!kSeesaw || kWgmma, "the seesaw is for four row groups");
   __shared__ unsigned long long prof[kPhaseCounters];
   // TMA tiles land on tile_bars[i % kStages] (the seesaw: on (buffer, half), four)
-  constexpr int kBars = kStages > 4 ? kStages : 4;
+  constexpr int kBars = 4;
+  static_assert(kStages <= kBars, "a barrier a stage");
   __shared__ __align__(8) uint64_t tile_bars[kBars];
   const uint32_t bar0 = SmemAddr(tile_bars);
   if (threadIdx.x == 0) {
