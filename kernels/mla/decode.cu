@@ -305,6 +305,25 @@ __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long lon
   }
 }
 
+// The base-2 reference that P and O are taken against: m, or 0 for a row with no key yet.
+__device__ __forceinline__ float Ref(float m) { return m == -INFINITY ? 0.f : m; }
+// The rows' reference m := mn, O and l rescaled to it (O is not in flight); O's multiplies only
+// where a row of the warp moved.
+template <int N>
+__device__ __forceinline__ void MoveReference(float (&o)[N][4], float (&m)[2], float (&l)[2], const float (&mn)[2]) {
+  float alpha[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    alpha[k] = mn[k] == m[k] ? 1.f : exp2f(m[k] - Ref(mn[k]));
+    m[k] = mn[k];
+    l[k] *= alpha[k];
+  }
+  if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+    for (int n = 0; n < N; ++n) o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+  }
+}
+
 // S of this lane's columns of n8 tiles [0, N) over tokens [u, u + 8N) to base 2, -inf outside
 // [t0, lim[row]) (lim[0] for row lane / 4, lim[1] for row lane / 4 + 8), and the two rows' maxima
 // over the quad.
@@ -390,7 +409,6 @@ struct SeesawSegment {
   int b, tile0, n_tiles, stop, t0, lim[2];
 };
 
-__device__ __forceinline__ float Ref(float m) { return m == -INFINITY ? 0.f : m; }
 // Hides x's value from the compiler: the operand descriptors, made from it, then stay inside the
 // loop instead of ~150 registers of loop-invariant descriptors (which spilled).
 __device__ __forceinline__ void Opaque(uint32_t& x) { asm volatile("" : "+r"(x)); }
@@ -465,18 +483,6 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
     else steps(0, Steps16{}, false);
     WgmmaCommit();
   };
-  // O and l to the reference mn (O is not in flight).
-  auto move_to = [&](const float (&mn)[2]) {
-    float alpha[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) alpha[k] = mn[k] == m[k] ? 1.f : exp2f(m[k] - Ref(mn[k]));
-    if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
-#pragma unroll
-      for (int i = 0; i < 32; ++i) o[i][0] *= alpha[0], o[i][1] *= alpha[0], o[i][2] *= alpha[1], o[i][3] *= alpha[1];
-    }
-#pragma unroll
-    for (int k = 0; k < 2; ++k) l[k] *= alpha[k], m[k] = mn[k];
-  };
   // P = 2^(x - m) into dst (a 64 x 64 Sw128 block) and pf (PV's A fragments), its sums into l.
   auto write_p = [&](const float (&s)[8][4], uint32_t dst, uint32_t (&pf)[4][4]) {
     const float ref0 = Ref(m[0]), ref1 = Ref(m[1]);
@@ -526,7 +532,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       ScaleMask(s, uA, g.t0, g.lim, p.scale_log2, mx);
 #pragma unroll
       for (int k2 = 0; k2 < 2; ++k2) mn[k2] = mx[k2] > m[k2] + kRescaleSlack ? mx[k2] : m[k2];
-      move_to(mn);
+      MoveReference(o, m, l, mn);
       write_p(s, ropeA, pf);
       NamedArrive<kBarA, 256>();
       WgmmaFence();
@@ -542,7 +548,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       FenceOperands(pf);
       load(A + 2);
       const float mB[2] = {g.sM[64 + r_[0]], g.sM[64 + r_[1]]};
-      move_to(mB);  // (where WG1 moved a reference past A's: rare)
+      MoveReference(o, m, l, mB);  // (where WG1 moved a reference past A's: rare)
       WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) Wgmma64x256MnB(o, p_desc(g.sP, kk), v_desc(bufB, kk), 1);
@@ -574,7 +580,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
 #pragma unroll
         for (int k2 = 0; k2 < 2; ++k2) mn[k2] = mx[k2] > mA[k2] + kRescaleSlack ? mx[k2] : mA[k2];
       }
-      move_to(mn);
+      MoveReference(o, m, l, mn);
       if (hasB) {
         write_p(s, g.sP, pf);
         NamedArrive<kBarB, 256>();
@@ -903,7 +909,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         const bool over = mx[0] > m[0] + kRescaleSlack || mx[1] > m[1] + kRescaleSlack;
         float l_add[2];
         auto write_p = [&] {  // P = 2^(x - m) into sP, its row sums into l_add
-          const float ref0 = m[0] == -INFINITY ? 0.f : m[0], ref1 = m[1] == -INFINITY ? 0.f : m[1];
+          const float ref0 = Ref(m[0]), ref1 = Ref(m[1]);
           l_add[0] = l_add[1] = 0.f;
 #pragma unroll
           for (int n = 0; n < kTokTiles; ++n) {
@@ -921,23 +927,15 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         auto move_references = [&] {  // every thread: the rows' maxima over the slices, new m, O rescaled
           if ((lane & 3) == 0) sMax[c * kRows + r_[0]] = mx[0], sMax[c * kRows + r_[1]] = mx[1];
           __syncthreads();
-          float alpha[2];
+          float mn[2];
 #pragma unroll
           for (int k = 0; k < 2; ++k) {
             float mx_row = -INFINITY;
 #pragma unroll
             for (int w = 0; w < kSplit; ++w) mx_row = fmaxf(mx_row, sMax[w * kRows + r_[k]]);
-            const float mn = mx_row > m[k] + kRescaleSlack ? mx_row : m[k];
-            alpha[k] = mn == m[k] ? 1.f : exp2f(m[k] - (mn == -INFINITY ? 0.f : mn));
-            m[k] = mn;
-            l[k] *= alpha[k];
+            mn[k] = mx_row > m[k] + kRescaleSlack ? mx_row : m[k];
           }
-          if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
-#pragma unroll
-            for (int n = 0; n < kOutTiles; ++n) {
-              o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
-            }
-          }
+          MoveReference(o, m, l, mn);
         };
         if constexpr (kWgmma && MLA_QK_KSPLIT) {
           // sP still holds half of S for the peer warpgroup until every thread has read it.
