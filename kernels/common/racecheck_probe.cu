@@ -1,9 +1,10 @@
 // common/racecheck_probe.cu: does compute-sanitizer racecheck model named barriers? Warpgroup 0
 // writes shared memory and hands it to warpgroup 1, which reads it and hands the buffer back, four
-// times, in five ways: 0 bar.arrive -> bar.sync (producer / consumer, as decode.cu's seesaw), 1
-// bar.sync on both sides, 2 __syncthreads, 3 as 1 plus a 128-thread bar.red in warpgroup 1, 4 as 1
-// plus a 128-thread bar.sync. All five are correct. On the H200 (2026-12-03) racecheck flagged way 0
-// (3 hazards) and none of the others. Usage (on the GPU):
+// times, in five ways: 0 bar.arrive -> bar.sync (producer / consumer), 1 bar.sync on both sides,
+// 2 __syncthreads, 3 as 1 plus a 128-thread bar.red in warpgroup 1, 4 as 1 plus a 128-thread
+// bar.sync; way 5 (Seesaw below) replays decode.cu's seesaw hand-offs. All are correct. On the H200
+// racecheck flagged way 0 (3 hazards, 2026-12-03) and none of the others (way 5: 2026-12-04).
+// Usage (on the GPU):
 //   nvcc -O2 -lineinfo -gencode=arch=compute_90a,code=sm_90a racecheck_probe.cu -o probe
 //   compute-sanitizer --tool racecheck ./probe [way]
 #include <cstdio>
@@ -43,6 +44,50 @@ __global__ void HandOff(float* out) {
   out[threadIdx.x] = acc;
 }
 
+// Way 5: the seesaw's sequence of hand-offs (kernels/mla/decode.cu, RunSeesaw) with plain
+// shared-memory traffic in place of the tiles: per pair WG0 publishes its rows' reference and arrives
+// on kBarQ and kBarM, writes P_A and arrives on kBarA, waits on kBarB and reads WG1's reference and
+// P_B; WG1 waits on kBarQ and kBarM, reads WG0's reference, publishes its own and P_B, arrives on kBarB,
+// waits on kBarA, reads P_A, and runs the 128-thread bar.red; then the epilogue's sums meet across a
+// __syncthreads. (Waiting on both sides of kBarA and kBarB would deadlock: WG0 passes A before B,
+// WG1 B before A.)
+__global__ void Seesaw(float* out) {
+  __shared__ float sM[128], sSum[128], sPA[64 * 8], sPB[64 * 8];
+  const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31, wt = threadIdx.x & 127;
+  const int r0 = 16 * (wt >> 5) + (lane >> 2), r1 = r0 + 8;
+  float acc = 0.f, l = 0.f;
+  for (int k = 0; k < 4; ++k) {
+    if (wg == 0) {
+      asm volatile("bar.arrive 5, 256;" ::: "memory");
+      if ((lane & 3) == 0) sM[r0] = float(k), sM[r1] = float(k + 1);
+      asm volatile("bar.arrive 6, 256;" ::: "memory");
+      sPA[wt * 4 + (k & 3)] = acc;
+      asm volatile("bar.arrive 1, 256;" ::: "memory");
+      asm volatile("bar.sync 2, 256;" ::: "memory");
+      acc += sM[64 + r0] + sM[64 + r1] + sPB[(127 - wt) * 4];
+      l += acc;
+    } else {
+      asm volatile("bar.sync 5, 256;" ::: "memory");
+      asm volatile("bar.sync 6, 256;" ::: "memory");
+      const float m0 = sM[r0], m1 = sM[r1];
+      if ((lane & 3) == 0) sM[64 + r0] = m0 + 1.f, sM[64 + r1] = m1 + 1.f;
+      sPB[wt * 4] = m0 + m1;
+      asm volatile("bar.arrive 2, 256;" ::: "memory");
+      asm volatile("bar.sync 1, 256;" ::: "memory");
+      acc += sPA[(127 - wt) * 4 + (k & 3)];
+      unsigned any;
+      asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, 4, 128, p;\nselp.u32 %0, 1, 0, q;\n}"
+                   : "=r"(any)
+                   : "r"(unsigned(acc > 1e9f))
+                   : "memory");
+      l += acc + float(any);
+    }
+  }
+  if ((lane & 3) == 0) sSum[64 * wg + r0] = l, sSum[64 * wg + r1] = l;
+  __syncthreads();
+  out[threadIdx.x] = acc + sSum[64 * (1 - wg) + r0];
+}
+
 int main(int argc, char** argv) {
   const int way = argc > 1 ? std::atoi(argv[1]) : -1;  // -1: all
   float* d = nullptr;
@@ -52,6 +97,7 @@ int main(int argc, char** argv) {
   if (way < 0 || way == 2) HandOff<2><<<1, 256>>>(d);
   if (way < 0 || way == 3) HandOff<3><<<1, 256>>>(d);
   if (way < 0 || way == 4) HandOff<4><<<1, 256>>>(d);
+  if (way < 0 || way == 5) Seesaw<<<1, 256>>>(d);
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("racecheck_probe: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;

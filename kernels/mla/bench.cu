@@ -164,6 +164,15 @@ int main(int argc, char** argv) {
                     "  softmax %.0f  PV %.0f; a CTA: scan %.0f  prologues %.0f  epilogues %.0f\n", tiles, ctas,
                     h[kLand] / tiles, h[kBarrier] / tiles, h[kIssue] / tiles, h[kQK] / tiles, h[kSoftmax] / tiles,
                     h[kPV] / tiles, h[kScan] / ctas, h[kPrologue] / ctas, h[kEpilogue] / ctas);
+        for (int c = 0; c < 2; ++c) {
+          const unsigned long long* w = h + kSeesawClocks + kSwPhases * c;
+          if (w[kSwPairs] == 0) continue;
+          const double pairs = double(w[kSwPairs]);
+          std::printf("  seesaw WG%d: %.0f pairs; cycles a pair: drain %.0f  load %.0f  land %.0f  QK %.0f  land2 %.0f"
+                      "  barriers %.0f  S wait %.0f  softmax %.0f  PV %.0f  PV wait %.0f\n", c, pairs, w[kSwDrain] / pairs,
+                      w[kSwLoad] / pairs, w[kSwLand] / pairs, w[kSwQK] / pairs, w[kSwLand2] / pairs, w[kSwBarrier] / pairs, w[kSwSWait] / pairs, w[kSwSoftmax] / pairs,
+                      w[kSwPV] / pairs, w[kSwPVWait] / pairs);
+        }
       }
     }
     std::fflush(stdout);

@@ -302,6 +302,7 @@ __device__ __forceinline__ void ReportProfile(const Params& p, unsigned long lon
   if (kPhaseClocks && p.prof && threadIdx.x == 0) {
     for (int i = 0; i < kCtas; ++i) atomicAdd(p.prof + i, prof[i]);
     atomicAdd(p.prof + kCtas, 1ull);
+    for (int i = kSeesawClocks; i < kPhaseCounters; ++i) atomicAdd(p.prof + i, prof[i]);
   }
 }
 
@@ -373,14 +374,24 @@ __device__ __forceinline__ void ScaleMask(float (&s)[N][4], int u, int t0, const
 // Each buffer reloads in two halves, each as soon as its last reader is done, by a thread of that
 // reader: blocks 0-3 (V's left half: only WG0's products read them after S) by WG0, blocks 4-8
 // (V's right half and the rope block, which holds P_A) by WG1. Four mbarriers: (buffer, half).
-// Named barriers: kBarA (WG0 -> WG1: P_A and m after A), kBarB (WG1 -> WG0: P_B and m after B),
-// kBarQ (WG0 -> WG1: S_A is issued, so that S_A runs before S_B and WG0's softmax beside S_B:
-// prefill 8.22 -> 7.89 ms), kBarWg + c (warpgroup c alone).
+// Named barriers: kBarM (WG0 -> WG1: m after A, published before P_A is made, so that B's softmax
+// runs beside A's instead of after it: B128 H128 s_q1 505-510 -> 496-501 us), kBarA (WG0 -> WG1:
+// P_A), kBarB (WG1 -> WG0: P_B and m after B), kBarQ (WG0 -> WG1: S_A is issued, so that S_A runs
+// before S_B and WG0's softmax beside S_B: prefill 8.22 -> 7.89 ms), kBarWg + c (warpgroup c alone).
+// Where a pair's time goes (phase clocks, B128 H128 s_q1, ~6.8k cycles a pair against ~4.35k of
+// tensor work at the peak): WG1 waits ~2.2k cycles for the half of its tile that it issued itself
+// ~0.5k before (the buffer frees only when the previous pair's PV is done), and each TMA issue costs
+// its thread ~0.3k. Rejected, each measured: a box and a barrier a block (565 us: the issues cost
+// more than the earlier start gains), an L2 prefetch of each half a pair ahead (522 us), WG1's
+// PV_B before PV_A so that buffer 1 reloads sooner (520 us, 68 bytes spilled; WG0 becomes the
+// chain), S_A issued before waiting for the previous PV_B (541 us; with the wait after S_A's issue,
+// ptxas serialises the wgmmas, C7514), prefetch.tensormap (no change).
 // compute-sanitizer racecheck flags the hand-offs of the references (and the epilogue's sSum) as
-// races. It flags a correct bar.arrive -> bar.sync hand-off too (common/racecheck_probe.cu), but
-// here the reports stay with bar.sync on both sides, unexplained (kernels/mla/RESULTS.md);
-// memcheck and synccheck are clean, and gpu_check passes.
-enum : int { kBarA = 1, kBarB = 2, kBarWg = 3, kBarQ = 5 };
+// races. The same sequence of barriers with plain shared-memory traffic in place of the tiles is
+// clean (common/racecheck_probe.cu, way 5), so the reports come with the TMA copies, the mbarrier
+// waits or wgmma's reads, which the probe lacks; unexplained (kernels/mla/RESULTS.md). memcheck and
+// synccheck are clean, and gpu_check passes.
+enum : int { kBarA = 1, kBarB = 2, kBarWg = 3, kBarQ = 5, kBarM = 6 };
 constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
 template <int kId, int kThreadCount>
 __device__ __forceinline__ void NamedArrive() {
@@ -405,6 +416,7 @@ __device__ __forceinline__ bool NamedSyncAny(bool x) {
 struct SeesawSegment {
   uint32_t sQ, sKV, sP, bar0;  // bar0: the four tile barriers, (buffer, half) at 8 (2 buffer + half)
   float* sM;                   // [2][64] the rows' reference after warpgroup c's tile, at sM + 64 c
+  unsigned long long* prof;    // the phase clocks (shared memory)
   const int32_t* pages;        // the page of each tile (paged), or null (contiguous)
   int b, tile0, n_tiles, stop, t0, lim[2];
 };
@@ -433,6 +445,14 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
   const int n = g.n_tiles;
   const bool issuer = wt == 0;  // thread 0 loads the left halves, thread 128 the right ones
   int page_ahead = 0;           // (issuer, paged) the page of the next tile this thread loads
+  unsigned long long clock_prev = 0;
+  auto mark = [&](SeesawPhase phase) {  // (diagnostics: -DMLA_PHASE_CLOCKS)
+    if (kPhaseClocks && p.prof && issuer) {
+      const unsigned long long now = clock64();
+      g.prof[kSeesawClocks + kSwPhases * c + phase] += now - clock_prev;
+      clock_prev = now;
+    }
+  };
   if (issuer) {
     for (int i = 0; i < 2 && i < n; ++i) LoadHalf(p, g, i, c, g.pages ? g.pages[i] : 0);
     if (g.pages && n > 2) page_ahead = g.pages[2];
@@ -455,6 +475,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
     const int first_half = c, second_half = 1 - c;  // WG0 starts on blocks 0-3, WG1 on 4-8
     const bool tail = u + kBlockN > g.stop;
     wait(buffer, first_half);
+    mark(kSwLand);
     if (tail) {  // rows past the split's end := 0 (NaN in unused pages must not meet P = 0)
       wait(buffer, second_half);
       ZeroRows(buf, g.stop - u, wt, 128);
@@ -477,7 +498,9 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
     WgmmaFence();
     if (c == 0) steps(0, Steps16{}, true);
     else steps(16, Steps20{}, true);
+    mark(kSwQK);
     if (!tail) wait(buffer, second_half);
+    mark(kSwLand2);
     WgmmaFence();  // (ptxas puts one here anyway, after the wait's branches, and says so: C7519)
     if (c == 0) steps(16, Steps20{}, false);
     else steps(0, Steps16{}, false);
@@ -496,9 +519,12 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + OffP(r_[1], i) + at), "r"(hi));
       pf[i / 2][2 * (i % 2)] = lo, pf[i / 2][2 * (i % 2) + 1] = hi;
     }
-    // (One array a writer: in WG1 a lane rewrote the row its quad had just read.)
-    if ((lane & 3) == 0) g.sM[64 * c + r_[0]] = m[0], g.sM[64 * c + r_[1]] = m[1];
     FenceProxyAsync();  // st.shared -> the other warpgroup's wgmma reads
+  };
+  // The rows' new reference, for the other warpgroup. (One array a writer: in WG1 a lane rewrote the
+  // row its quad had just read.)
+  auto publish = [&](const float (&mn)[2]) {
+    if ((lane & 3) == 0) g.sM[64 * c + r_[0]] = mn[0], g.sM[64 * c + r_[1]] = mn[1];
   };
   // V's half c of the tile in buf, k-step kk (16 tokens), MN-major.
   auto v_desc = [&](uint32_t buf, int kk) {
@@ -514,6 +540,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
   uint32_t pf[4][4];
   // (Each branch ends with its accumulators waited for: a merge of in-flight accumulators counts as
   // reading them, C7514.)
+  if (kPhaseClocks && p.prof && issuer) clock_prev = clock64();
   if (c == 0) {
     for (int k = 0; 2 * k < n; ++k) {
       const int A = 2 * k, uA = g.tile0 + A * kBlockN;
@@ -523,36 +550,49 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       // after S_A's issue, with S_A in flight, made ptxas serialise every wgmma, C7514.)
       WgmmaWait<0>();
       FenceOperands(o);
+      mark(kSwDrain);
       if (k > 0) load(A + 1);
+      mark(kSwLoad);
       qk(s, bufA, uA, 0);
+      mark(kSwQK);
       NamedArrive<kBarQ, 256>();
       WgmmaWait<0>();
       FenceOperands(s);
+      mark(kSwSWait);
       float mx[2], mn[2];
       ScaleMask(s, uA, g.t0, g.lim, p.scale_log2, mx);
 #pragma unroll
       for (int k2 = 0; k2 < 2; ++k2) mn[k2] = mx[k2] > m[k2] + kRescaleSlack ? mx[k2] : m[k2];
+      publish(mn);
+      NamedArrive<kBarM, 256>();  // B's softmax needs A's reference, not P_A
       MoveReference(o, m, l, mn);
       write_p(s, ropeA, pf);
       NamedArrive<kBarA, 256>();
+      mark(kSwSoftmax);
       WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) Wgmma64x256RsMnB(o, pf[kk], v_desc(bufA, kk), 1);
       WgmmaCommit();
+      mark(kSwPV);
       if (!hasB) break;
       NamedSync<kBarB, 256>();
+      mark(kSwBarrier);
       wait(1, 0);  // (this thread's view of B's left half)
       // O_L += P_A V_A,L ran beside B's softmax: done by now, and buffer 0's left half is free.
       WgmmaWait<0>();
       FenceOperands(o);
       FenceOperands(pf);
+      mark(kSwPVWait);
       load(A + 2);
       const float mB[2] = {g.sM[64 + r_[0]], g.sM[64 + r_[1]]};
       MoveReference(o, m, l, mB);  // (where WG1 moved a reference past A's: rare)
+      mark(kSwLoad);
       WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) Wgmma64x256MnB(o, p_desc(g.sP, kk), v_desc(bufB, kk), 1);
       WgmmaCommit();
+      mark(kSwPV);
+      if (kPhaseClocks && p.prof && issuer) ++g.prof[kSeesawClocks + kSwPairs];
     }
     WgmmaWait<0>();
     FenceOperands(o);
@@ -565,26 +605,34 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       WgmmaWait<0>();  // O_R += P_B V_B,R of the previous pair is done: buffer 1's right half is free
       FenceOperands(o);
       FenceOperands(pf);
+      mark(kSwDrain);
       if (k > 0) load(A + 1);
+      mark(kSwLoad);
       NamedSync<kBarQ, 256>();
+      mark(kSwBarrier);
       if (hasB) qk(s, bufB, uB, 1);
-      NamedSync<kBarA, 256>();
-      wait(0, 1);  // (this thread's view of A's right half)
-      const float mA[2] = {g.sM[r_[0]], g.sM[r_[1]]};
-      float mn[2] = {mA[0], mA[1]};
+      mark(kSwQK);
       WgmmaWait<0>();
       FenceOperands(s);
+      mark(kSwSWait);
+      float mx[2];
+      if (hasB) ScaleMask(s, uB, g.t0, g.lim, p.scale_log2, mx);
+      NamedSync<kBarM, 256>();
+      mark(kSwBarrier);
+      const float mA[2] = {g.sM[r_[0]], g.sM[r_[1]]};
+      float mn[2] = {mA[0], mA[1]};
       if (hasB) {
-        float mx[2];
-        ScaleMask(s, uB, g.t0, g.lim, p.scale_log2, mx);
 #pragma unroll
         for (int k2 = 0; k2 < 2; ++k2) mn[k2] = mx[k2] > mA[k2] + kRescaleSlack ? mx[k2] : mA[k2];
+        publish(mn);
       }
       MoveReference(o, m, l, mn);
       if (hasB) {
         write_p(s, g.sP, pf);
         NamedArrive<kBarB, 256>();
       }
+      NamedSync<kBarA, 256>();  // P_A is in A's rope block
+      wait(0, 1);  // (this thread's view of A's right half)
       // P_A was made with A's reference; where B moved it, P_A *= 2^(ref_A - ref) in place (rare).
       const bool fix = mn[0] != mA[0] || mn[1] != mA[1];
       if (NamedSyncAny<kBarWg + 1, 128>(fix)) {
@@ -605,6 +653,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
         FenceProxyAsync();
         NamedSync<kBarWg + 1, 128>();
       }
+      mark(kSwSoftmax);
       WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) Wgmma64x256MnB(o, p_desc(ropeA, kk), v_desc(bufA, kk), 1);
@@ -615,8 +664,12 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
         for (int kk = 0; kk < 4; ++kk) Wgmma64x256RsMnB(o, pf[kk], v_desc(bufB, kk), 1);
         WgmmaCommit();
       }
+      mark(kSwPV);
       WgmmaWait<1>();  // O_R += P_A V_A,R is done (or, without B, the last pair: nothing to load)
+      mark(kSwPVWait);
       load(A + 2);  // buffer 0's right half is free
+      mark(kSwLoad);
+      if (kPhaseClocks && p.prof && issuer) ++g.prof[kSeesawClocks + kSwPhases + kSwPairs];
     }
     WgmmaWait<0>();
     FenceOperands(o);
@@ -656,7 +709,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   }
   uint32_t parities = 0;  // bit i: the phase of tile_bars[i] to wait for next
   if (kPhaseClocks && p.prof && threadIdx.x == 0) {
-    for (int i = 0; i < kTick; ++i) prof[i] = 0;
+    for (int i = 0; i < kPhaseCounters; ++i) prof[i] = 0;
     prof[kTick] = clock64();
   }
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -736,7 +789,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     // over its own tokens goes out before the barrier that completes sP with the peer's.
     uint32_t pf[kWgmma ? 2 : 1][4];
     if constexpr (kSeesaw) {
-      const SeesawSegment sg{sQ, sKV, sP, bar0, sMax, pages, b, tile0, n_tiles, stop, t0, {lim[0], lim[1]}};
+      const SeesawSegment sg{sQ, sKV, sP, bar0, sMax, prof, pages, b, tile0, n_tiles, stop, t0, {lim[0], lim[1]}};
       RunSeesaw(p, sg, o, m, l, parities);
     } else {
       // The issuing thread reads a tile's page a tile ahead: read when issuing, its latency (~0.6k

@@ -49,9 +49,15 @@ struct Params {
 
 // decode.cu's phase clocks (built with -DMLA_PHASE_CLOCKS), summed over CTAs, in this order: the
 // seqlens scan; a segment's prologue; a tile's landing, the barrier after it, the next tile's issue,
-// QK^T, softmax, PV; the epilogue; then the count of tiles and of CTAs.
+// QK^T, softmax, PV; the epilogue; then the count of tiles and of CTAs. Then, for the seesaw, each
+// warpgroup's (threads 0 and 128) clocks a pair of tiles: the drain of its previous products, TMA
+// issue, the wait for its tile's first half, QK^T's issue, the wait for the second half, named-barrier waits, S's wait, the softmax,
+// PV's issue, PV's wait; then its count of pairs.
 enum Phase { kScan, kPrologue, kLand, kBarrier, kIssue, kQK, kSoftmax, kPV, kEpilogue, kTiles, kCtas };
-constexpr int kPhaseCounters = kCtas + 1;
+enum SeesawPhase { kSwDrain, kSwLoad, kSwLand, kSwQK, kSwLand2, kSwBarrier, kSwSWait, kSwSoftmax, kSwPV, kSwPVWait,
+                   kSwPairs, kSwPhases };
+constexpr int kSeesawClocks = kCtas + 1;  // warpgroup c's at kSeesawClocks + kSwPhases c
+constexpr int kPhaseCounters = kSeesawClocks + 2 * kSwPhases;
 
 // Sets the buffer (kPhaseCounters, zeroed by the caller) that the following launches of this process
 // add decode.cu's phase clocks to; null (the default) turns it off.
