@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
           const double pairs = double(w[kSwPairs]);
           std::printf("  seesaw WG%d: %.0f pairs; cycles a pair: drain %.0f  load %.0f  land %.0f  QK %.0f  land2 %.0f"
                       "  barriers %.0f  S wait %.0f  softmax %.0f  PV %.0f  PV wait %.0f\n", c, pairs, w[kSwDrain] / pairs,
-                      w[kSwLoad] / pairs, w[kSwLand] / pairs, w[kSwQK] / pairs, w[kSwLand2] / pairs, w[kSwBarrier] / pairs, w[kSwSWait] / pairs, w[kSwSoftmax] / pairs,
-                      w[kSwPV] / pairs, w[kSwPVWait] / pairs);
+                      w[kSwLoad] / pairs, w[kSwLand] / pairs, w[kSwQK] / pairs, w[kSwLand2] / pairs,
+                      w[kSwBarrier] / pairs, w[kSwSWait] / pairs, w[kSwSoftmax] / pairs, w[kSwPV] / pairs,
+                      w[kSwPVWait] / pairs);
         }
       }
     }

@@ -51,8 +51,8 @@ struct Params {
 // seqlens scan; a segment's prologue; a tile's landing, the barrier after it, the next tile's issue,
 // QK^T, softmax, PV; the epilogue; then the count of tiles and of CTAs. Then, for the seesaw, each
 // warpgroup's (threads 0 and 128) clocks a pair of tiles: the drain of its previous products, TMA
-// issue, the wait for its tile's first half, QK^T's issue, the wait for the second half, named-barrier waits, S's wait, the softmax,
-// PV's issue, PV's wait; then its count of pairs.
+// issue, the wait for its tile's first half, QK^T's issue, the wait for the second half, the
+// named-barrier waits, S's wait, the softmax, PV's issue, PV's wait; then its count of pairs.
 enum Phase { kScan, kPrologue, kLand, kBarrier, kIssue, kQK, kSoftmax, kPV, kEpilogue, kTiles, kCtas };
 enum SeesawPhase { kSwDrain, kSwLoad, kSwLand, kSwQK, kSwLand2, kSwBarrier, kSwSWait, kSwSoftmax, kSwPV, kSwPVWait,
                    kSwPairs, kSwPhases };
