@@ -2,13 +2,16 @@
 // writes shared memory and hands it to warpgroup 1, which reads it and hands the buffer back, four
 // times, in five ways: 0 bar.arrive -> bar.sync (producer / consumer), 1 bar.sync on both sides,
 // 2 __syncthreads, 3 as 1 plus a 128-thread bar.red in warpgroup 1, 4 as 1 plus a 128-thread
-// bar.sync; way 5 (Seesaw below) replays decode.cu's seesaw hand-offs. All are correct. On the H200
-// racecheck flagged way 0 (3 hazards, 2026-12-03) and none of the others (way 5: 2026-12-04).
+// bar.sync; ways 5 and 6 (Seesaw below) replay decode.cu's seesaw hand-offs. All are correct. On the H200
+// racecheck flagged way 0 (3 hazards, 2026-12-03) and none of the others (ways 5, 6: 2026-12-04).
 // Usage (on the GPU):
 //   nvcc -O2 -lineinfo -gencode=arch=compute_90a,code=sm_90a racecheck_probe.cu -o probe
 //   compute-sanitizer --tool racecheck ./probe [way]
 #include <cstdio>
 #include <cstdlib>
+
+#include "mma.cuh"
+#include "tma.cuh"
 
 template <int kWay>
 __global__ void HandOff(float* out) {
@@ -50,13 +53,35 @@ __global__ void HandOff(float* out) {
 // P_B; WG1 waits on kBarQ and kBarM, reads WG0's reference, publishes its own and P_B, arrives on kBarB,
 // waits on kBarA, reads P_A, and runs the 128-thread bar.red; then the epilogue's sums meet across a
 // __syncthreads. (Waiting on both sides of kBarA and kBarB would deadlock: WG0 passes A before B,
-// WG1 B before A.)
-__global__ void Seesaw(float* out) {
+// WG1 B before A.) Way 6 adds a bulk copy (TMA) a warpgroup and pair into a region of its own, which
+// every thread of the warpgroup waits for on an mbarrier and reads: no region is reused.
+template <bool kCopies>
+__global__ void Seesaw(const float* src, float* out) {
+  using namespace longhaul::kernels;
   __shared__ float sM[128], sSum[128], sPA[64 * 8], sPB[64 * 8];
+  __shared__ __align__(128) float sBuf[8][128];
+  __shared__ __align__(8) uint64_t bars[8];
+  if (kCopies) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < 8; ++i) BarInit(SmemAddr(&bars[i]), 1);
+      BarInitFence();
+    }
+    __syncthreads();
+  }
   const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31, wt = threadIdx.x & 127;
   const int r0 = 16 * (wt >> 5) + (lane >> 2), r1 = r0 + 8;
   float acc = 0.f, l = 0.f;
   for (int k = 0; k < 4; ++k) {
+    if (kCopies) {
+      const int i = 2 * k + wg;
+      const uint32_t bar = SmemAddr(&bars[i]);
+      if (wt == 0) {
+        BarArriveExpectTx(bar, sizeof sBuf[i]);
+        BulkLoad(SmemAddr(sBuf[i]), src + 128 * i, sizeof sBuf[i], bar);
+      }
+      BarWait(bar, 0);
+      acc += sBuf[i][wt];
+    }
     if (wg == 0) {
       asm volatile("bar.arrive 5, 256;" ::: "memory");
       if ((lane & 3) == 0) sM[r0] = float(k), sM[r1] = float(k + 1);
@@ -97,7 +122,11 @@ int main(int argc, char** argv) {
   if (way < 0 || way == 2) HandOff<2><<<1, 256>>>(d);
   if (way < 0 || way == 3) HandOff<3><<<1, 256>>>(d);
   if (way < 0 || way == 4) HandOff<4><<<1, 256>>>(d);
-  if (way < 0 || way == 5) Seesaw<<<1, 256>>>(d);
+  float* src = nullptr;
+  if (cudaMalloc(&src, 8 * 128 * sizeof(float)) != cudaSuccess || cudaMemset(src, 0, 8 * 128 * sizeof(float)) != cudaSuccess)
+    return 1;
+  if (way < 0 || way == 5) Seesaw<false><<<1, 256>>>(src, d);
+  if (way < 0 || way == 6) Seesaw<true><<<1, 256>>>(src, d);
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("racecheck_probe: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;

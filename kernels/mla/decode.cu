@@ -388,9 +388,9 @@ __device__ __forceinline__ void ScaleMask(float (&s)[N][4], int u, int t0, const
 // ptxas serialises the wgmmas, C7514), prefetch.tensormap (no change).
 // compute-sanitizer racecheck flags the hand-offs of the references (and the epilogue's sSum) as
 // races. The same sequence of barriers with plain shared-memory traffic in place of the tiles is
-// clean (common/racecheck_probe.cu, way 5), so the reports come with the TMA copies, the mbarrier
-// waits or wgmma's reads, which the probe lacks; unexplained (kernels/mla/RESULTS.md). memcheck and
-// synccheck are clean, and gpu_check passes.
+// clean, also with bulk copies waited for on mbarriers (common/racecheck_probe.cu, ways 5 and 6), so
+// the reports come with something the probe lacks (wgmma's reads, the tensor copies, the proxy
+// fences); unexplained (kernels/mla/RESULTS.md). memcheck and synccheck are clean, gpu_check passes.
 enum : int { kBarA = 1, kBarB = 2, kBarWg = 3, kBarQ = 5, kBarM = 6 };
 constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
 template <int kId, int kThreadCount>
