@@ -5,13 +5,13 @@
 // bar.sync; ways 5 and 6 (Seesaw below) replay decode.cu's seesaw hand-offs. All are correct. On the H200
 // racecheck flagged way 0 (3 hazards, 2026-12-03) and none of the others (ways 5, 6: 2026-12-04).
 // Usage (on the GPU):
-//   nvcc -O2 -lineinfo -gencode=arch=compute_90a,code=sm_90a racecheck_probe.cu -o probe
+//   nvcc -O2 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I kernels kernels/common/racecheck_probe.cu -o probe
 //   compute-sanitizer --tool racecheck ./probe [way]
 #include <cstdio>
 #include <cstdlib>
 
-#include "mma.cuh"
-#include "tma.cuh"
+#include "common/mma.cuh"
+#include "common/tma.cuh"
 
 template <int kWay>
 __global__ void HandOff(float* out) {
