@@ -445,13 +445,18 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
   const int n = g.n_tiles;
   const bool issuer = wt == 0;  // thread 0 loads the left halves, thread 128 the right ones
   int page_ahead = 0;           // (issuer, paged) the page of the next tile this thread loads
+  // (Diagnostics, -DMLA_PHASE_CLOCKS: this warpgroup's clocks, its issuer's time since the last mark.)
   unsigned long long clock_prev = 0;
-  auto mark = [&](SeesawPhase phase) {  // (diagnostics: -DMLA_PHASE_CLOCKS)
-    if (kPhaseClocks && p.prof && issuer) {
+  const bool clocked = kPhaseClocks && p.prof && issuer;
+  auto mark = [&](SeesawPhase phase) {
+    if (clocked) {
       const unsigned long long now = clock64();
       g.prof[kSeesawClocks + kSwPhases * c + phase] += now - clock_prev;
       clock_prev = now;
     }
+  };
+  auto count_pair = [&] {
+    if (clocked) ++g.prof[kSeesawClocks + kSwPhases * c + kSwPairs];
   };
   if (issuer) {
     for (int i = 0; i < 2 && i < n; ++i) LoadHalf(p, g, i, c, g.pages ? g.pages[i] : 0);
@@ -540,7 +545,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
   uint32_t pf[4][4];
   // (Each branch ends with its accumulators waited for: a merge of in-flight accumulators counts as
   // reading them, C7514.)
-  if (kPhaseClocks && p.prof && issuer) clock_prev = clock64();
+  if (clocked) clock_prev = clock64();
   if (c == 0) {
     for (int k = 0; 2 * k < n; ++k) {
       const int A = 2 * k, uA = g.tile0 + A * kBlockN;
@@ -592,7 +597,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       for (int kk = 0; kk < 4; ++kk) Wgmma64x256MnB(o, p_desc(g.sP, kk), v_desc(bufB, kk), 1);
       WgmmaCommit();
       mark(kSwPV);
-      if (kPhaseClocks && p.prof && issuer) ++g.prof[kSeesawClocks + kSwPairs];
+      count_pair();
     }
     WgmmaWait<0>();
     FenceOperands(o);
@@ -669,7 +674,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       mark(kSwPVWait);
       load(A + 2);  // buffer 0's right half is free
       mark(kSwLoad);
-      if (kPhaseClocks && p.prof && issuer) ++g.prof[kSeesawClocks + kSwPhases + kSwPairs];
+      count_pair();
     }
     WgmmaWait<0>();
     FenceOperands(o);
