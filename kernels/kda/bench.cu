@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
       {"B1 T8192 H96", 1, 8192, 96, {}},
       {"B8 T8192 H16", 8, 8192, 16, {}},
       {"varlen 6 seqs T8192 H96", 1, 8192, 96, {1300, 547, 2048, 963, 271, 3063}},
+      {"B1 T8192 H32", 1, 8192, 32, {}},  // 4, 5: where kda_fwd's choice of variant changes
+      {"B1 T8192 H48", 1, 8192, 48, {}},
   };
   const std::string picked = getenv("BENCH_SHAPES") ? getenv("BENCH_SHAPES") : "0123";
   const bool json = getenv("BENCH_JSON") != nullptr;

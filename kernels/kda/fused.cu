@@ -18,22 +18,27 @@
 //     registers, V_new^T the A operand of the last two, both bf16 as FLA's h and v_new (splitting
 //     the state into bf16 hi + lo cost 20% of the scan and moved no check's error by more than 2%);
 //     the state accumulates in fp32. W, Qg, Aqk and Kg are read by ldmatrix from shared memory.
-//   - Aqk and L (the 10 lower 16x16 tiles): tf32 mma.sync (FLA uses tf32 here), the decay factored
-//     per tile with the row block's first row as anchor a:  2^{G_i-G_j} = 2^{G_i-a} 2^{a-G_j}.
-//     Off-diagonal tiles: both factors <= 1, and each covers a sub-range of (j, i], so a factor
-//     underflows only when the true product is smaller still. Diagonal tiles: the second factor is
-//     >= 1 and at most 2^{span}, span = max_d (G_a - G_{a+15}); a tile whose span passes 110
-//     (an unbounded gate: the first factor would leave fp32's normal range) is computed exactly
-//     instead, one exp2 per term.
+//   - Every exponential and conversion happens once per element (P1b): with anchors a_r (G of block
+//     r's first row) and z_r (its last row), Qa = q^ 2^{G-a_r}, Ka = k^ 2^{G-a_r} and Kb = k^ 2^{z_r-G}
+//     (tf32, q^ and k^ the l2-normalised rows in fp32) give every tile of Aqk and L (the 10 lower
+//     16x16 tiles, tf32 mma.sync as in FLA) as Qa (resp. Ka) times F_rc = 2^{a_r - z_c} times Kb,
+//     and the scan's Qg, Kg, K 2^G are the same products times a per-block constant. Off the diagonal
+//     the three factors are <= 1 and each covers a sub-range of (j, i], so one underflows only when
+//     the true product is smaller still. On the diagonal F_rr <= 2^{span}, span = max_d (a_r - z_r);
+//     a chunk where some span passes 110 (an unbounded gate: fp32's normal range ends near 126) keeps
+//     G and computes its diagonal tiles exactly (one exp2 a term) and the others from per-tile
+//     exponentials of G. Before this (one exp2 per tile operand, tf32 conversions by cvt.rna, the
+//     normalised q, k rounded back to bf16): 40.7k warp-instructions a chunk; after: 32.1k.
 //     The sum over d is order-free, so MMA k-index t maps to d = 4t (t+4 to 4t+1) and the second
 //     MMA of a 16-wide step to 4t+2, 4t+3: each lane reads four consecutive d with one vector load.
 //   - (I + L)^{-1}: 16x16 diagonal blocks by forward substitution (fp32), then the 32x32 block
 //     formula in three stages of 16x16 tf32 products. L lives in the lower triangle of one fp32
-//     [64][65] buffer and the inverse, transposed, in its upper triangle.
+//     [64][65] buffer and the inverse, transposed, in its upper triangle; each block of the inverse
+//     is written straight into Ab = Akk diag(beta) (bf16 hi + lo) as well.
 //   - W = Akk diag(beta) (K Gamma) and U^T = V^T (Akk diag(beta))^T: bf16 MMAs, Akk diag(beta)
 //     split hi + lo.
-//   - Inputs arrive by cp.async, zero-filled past the sequence: q, k of chunk c+1 as soon as chunk
-//     c's Qg and Kg are built, g and v as soon as W and U are.
+//   - Inputs arrive by cp.async, zero-filled past the sequence: q, k and g of chunk c+1 as soon as
+//     chunk c's tiles are built, v as soon as W and U are.
 //
 // Math per chunk (log2 units, G_i[d] = sum_{s<=i} log2(e) g_s[d], restarting at each chunk):
 //   Aqk[i,j] = scale sum_d q_i k_j 2^{G_i-G_j} (j <= i);  L[i,j] = beta_i sum_d k_i k_j 2^{G_i-G_j}
@@ -50,9 +55,6 @@
 #ifndef KDA_TILE_UNROLL
 #define KDA_TILE_UNROLL 2  // the tiles' 8 steps of 16 channels
 #endif
-#ifndef KDA_QG_ROWS
-#define KDA_QG_ROWS 2  // rows of Qg, K 2^G and Kg a thread builds at once (loads first), of 8
-#endif
 #define KDA_STR(x) #x
 #define KDA_UNROLL(n) _Pragma(KDA_STR(unroll n))
 
@@ -60,42 +62,54 @@ namespace longhaul::kda::gpu {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kLdQK = 144;  // bf16 q, k rows: 72 words, four rows fill the 32 banks (8-byte reads)
-constexpr int kLdG = 144;   // fp32 G rows: 144 words, two rows fill the banks (16-byte reads)
+constexpr int kLdQK = 144;  // bf16 raw q, k rows: 72 words, four rows fill the 32 banks (8-byte reads)
+constexpr int kLdF = 144;   // fp32 [64][128] rows: 144 words, two rows fill the banks (16-byte reads)
 constexpr int kLdB = 136;   // bf16 [64][128] operands read by ldmatrix (272 B rows)
 constexpr int kLd64 = 72;   // bf16 [.][64] operands read by ldmatrix (144 B rows)
 constexpr int kLdLA = 65;   // fp32 L (lower) / Akk^T (upper)
 constexpr int kLdOt = 24;   // bf16 per-warp [64 tokens][16 v] output transposition
+constexpr int kTiles = 10;  // the lower 16x16 tiles of a 64x64 chunk matrix
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kExactSpan = 110.f;  // lower_bound >= -5 spans at most 15 x 7.21 = 108.2
 
+// Shared memory, by phase (a region is reused once what it held is dead):
+//   R1  G fp32 -> Qa (P1b, in place) -> Ab hi, Ab lo and W (P3, P4)
+//   R2  raw g -> Ka (P1b)            R3  raw q, k -> Kb (P1b); both refilled for the next chunk after P2
+//   Aqk region: anchors and row norms (P1) before Aqk (P2);  Ut region: F (P1b, P2), X (P3), U^T (P4)
+//   LA and K 2^G together: Ot (the scan's output transposition)
 template <int BV>
 struct Layout {
   static constexpr int kLdV = BV + 8;
-  static constexpr int kQ = 0;                          // q [64][144] bf16 (l2-normalised in place)
-  static constexpr int kK = kQ + kC * kLdQK * 2;        // k
-  static constexpr int kG = kK + kC * kLdQK * 2;        // G fp32 [64][144]; then Ab hi, lo
-                                                        // [64][72]; then Ot
-  static constexpr int kGraw = kG + kC * kLdG * 4;      // raw g [64][128] (bf16 or fp32); then
-                                                        // K 2^G bf16 [64][136] and X
-  static constexpr int kV = kGraw + kC * 128 * 4;       // v slice [64][BV+8] bf16
-  static constexpr int kBeta = kV + kC * kLdV * 2;      // fp32 [64]
-  static constexpr int kLA = kBeta + kC * 4;            // fp32 [64][65]
-  static constexpr int kQg = kLA + kC * kLdLA * 4;      // the scan's operands from here on
+  static constexpr int kR = kC * kLdF * 4;
+  static constexpr int kR1 = 0;
+  static constexpr int kR2 = kR1 + kR;
+  static constexpr int kR3 = kR2 + kR;
+  static constexpr int kV = kR3 + kR;                   // v slice [64][BV+8] bf16
+  static constexpr int kLA = kV + kC * kLdV * 2;        // fp32 [64][65]
+  static constexpr int kKgam = kLA + kC * kLdLA * 4;    // K 2^G bf16 [64][136]
+  static constexpr int kQg = kKgam + kC * kLdB * 2;     // the scan's operands from here on
   static constexpr int kKg = kQg + kC * kLdB * 2;
-  static constexpr int kW = kKg + kC * kLdB * 2;
-  static constexpr int kAqk = kW + kC * kLdB * 2;       // [64][72]
+  static constexpr int kAqk = kKg + kC * kLdB * 2;      // [64][72]
   static constexpr int kUt = kAqk + kC * kLd64 * 2;     // U^T [BV][72]
-  static constexpr int kGam = kUt + BV * kLd64 * 2;     // fp32 [128]
+  static constexpr int kBeta = kUt + BV * kLd64 * 2;    // fp32 [64]
+  static constexpr int kGam = kBeta + kC * 4;           // fp32 [128]
   static constexpr int kBytes = kGam + 128 * 4;
-  static constexpr int kX = kGraw + kC * kLdB * 2;      // the inverse's scratch [6][16][17] fp32
+  static constexpr int kQraw = kR3, kKraw = kR3 + kC * kLdQK * 2;
+  static constexpr int kAbh = kR1, kAbl = kR1 + kC * kLd64 * 2, kW = kR1 + 2 * kC * kLd64 * 2;
+  static constexpr int kAnc = kAqk;                     // fp32 [8][128]: G of each block's first row, then last row
+  static constexpr int kRn = kAnc + 8 * 128 * 4;        // fp32 [128]: 1/|q_i|, then 1/|k_i|
+  static constexpr int kF = kUt;                        // fp32 [10][128]: 2^{a_r - z_c} of tile (r, c)
+  static constexpr int kX = kUt;                        // the inverse's scratch [6][16][17] fp32
+  static constexpr int kOt = kLA;
   static_assert(kBytes <= 232448, "over the sm_90 opt-in shared memory");
-  static_assert((kK | kG | kGraw | kV | kBeta | kLA | kQg | kKg | kW | kAqk | kUt | kGam) % 16 == 0,
+  static_assert((kR2 | kR3 | kV | kLA | kKgam | kQg | kKg | kAqk | kUt | kBeta | kGam | kKraw | kAbl | kW | kRn) % 16 == 0,
                 "every region 16-byte aligned (cp.async, ldmatrix, vector loads)");
-  static_assert(2 * kC * kLd64 * 2 <= kC * kLdG * 4, "Ab must fit in G");
-  static_assert(kC * kLdB * 2 + 6 * 16 * 17 * 4 <= kC * 128 * 4, "K 2^G and X must fit in raw g");
-  static_assert(8 * kC * kLdOt * 2 <= kC * kLdG * 4, "Ot must fit in G");
-  };
+  static_assert(kC * 128 * 4 <= kR && 2 * kC * kLdQK * 2 <= kR, "raw g, raw q and k fit in a region");
+  static_assert(2 * kC * kLd64 * 2 + kC * kLdB * 2 <= kR, "Ab hi, lo and W fit in R1");
+  static_assert(kRn + 128 * 4 <= kUt, "anchors and norms fit in Aqk");
+  static_assert(kTiles * 128 * 4 <= BV * kLd64 * 2 && 6 * 16 * 17 * 4 <= BV * kLd64 * 2, "F and X fit in U^T");
+  static_assert(8 * kC * kLdOt * 2 <= kC * kLdLA * 4 + kC * kLdB * 2, "Ot fits in LA and K 2^G");
+};
 
 __device__ __forceinline__ void CpAsync16Z(void* smem, const void* gmem, bool in) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddr(smem)), "l"(gmem),
@@ -115,12 +129,6 @@ __device__ __forceinline__ void LoadRows(unsigned char* dst, int dst_stride, con
     CpAsync16Z(dst + r * dst_stride + c, src + (in ? r : 0) * src_stride + c, in);
   }
 }
-__device__ __forceinline__ uint32_t Tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-// D[16x8] += A[16x8] B[8x8], tf32: a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4); b0 (k t, n g),
 // b1 (k t+4, n g); d as for bf16.
 __device__ __forceinline__ void MmaTf32(float* d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                         uint32_t b0, uint32_t b1) {
@@ -156,9 +164,6 @@ __device__ __forceinline__ void Unpack8(uint4 u, float* x) {
     x[2 * i] = f.x, x[2 * i + 1] = f.y;
   }
 }
-__device__ __forceinline__ uint4 Pack8(const float* x) {
-  return make_uint4(PackBf16(x[0], x[1]), PackBf16(x[2], x[3]), PackBf16(x[4], x[5]), PackBf16(x[6], x[7]));
-}
 // 2^x in one MUFU op (relative error ~2^-22; results below 2^-126 flush to 0, which only ever
 // happens to factors whose true product is smaller still).
 __device__ __forceinline__ float Ex2(float x) {
@@ -171,14 +176,165 @@ __device__ __forceinline__ float Softplus(float x) {
   return x > 20.f ? x : (x < -15.f ? __expf(x) : __logf(1.f + __expf(x)));
 }
 
+
 // ---- P2: the lower 16x16 tiles of Aqk and L ------------------------------------------------------
-// Warp w builds tiles (r, c0 .. c0+nc-1) of row block r (one or two), both Aqk and L. Rows
-// i = 16r + g (+8) and columns j = 16c + 8nt + g of the tile, as the MMA fragments lay them out.
+// Tile t = r (r + 1) / 2 + c is (r, c), c <= r. Rows i = 16r + g (+8) and columns j = 16c + 8nt + g
+// of the tile, as the MMA fragments lay them out.
+__device__ __forceinline__ void TileOf(int t, int& r, int& c) {
+  r = t < 1 ? 0 : t < 3 ? 1 : t < 6 ? 2 : 3;
+  c = t - r * (r + 1) / 2;
+}
+// fp32 -> tf32, rounded to nearest (ties away): the MMA ignores the low 13 bits. One add where
+// cvt.rna.tf32.f32 costs a compare and a predicated add (inputs are finite).
+__device__ __forceinline__ uint32_t RoundTf32(float x) { return __float_as_uint(x) + 0x1000u; }
+
+// Scale, mask (diagonal tiles) and store n-tile nt (8 columns) of tile (r, c) of Aqk (bf16) and L
+// (fp32, strictly lower).
+template <int BV>
+__device__ __forceinline__ void StoreTile(unsigned char* smem, const float* aq, const float* ak, int r, int c, int nt,
+                                          int lane, float scale) {
+  using Ly = Layout<BV>;
+  const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
+  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
+  const int g = lane >> 2, t = lane & 3;
+  const bool diag = c == r;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int i = 16 * r + g + 8 * h, j = 16 * c + 8 * nt + 2 * t;
+    float q0 = scale * aq[2 * h], q1 = scale * aq[2 * h + 1];
+    const float bi = sBeta[i];
+    const float l0 = bi * ak[2 * h], l1 = bi * ak[2 * h + 1];
+    if (diag) {  // select, never multiply: the masked half may be huge
+      q0 = j <= i ? q0 : 0.f, q1 = j + 1 <= i ? q1 : 0.f;
+    }
+    *reinterpret_cast<uint32_t*>(sAqk + i * kLd64 + j) = PackBf16(q0, q1);
+    if (!diag || j < i) sLA[i * kLdLA + j] = l0;
+    if (!diag || j + 1 < i) sLA[i * kLdLA + j + 1] = l1;
+  }
+}
+
+// Tile t from the factored operands P1b built (anchors a_r = G of block r's first row, z_c = G of
+// block c's last row):  2^{G_i - G_j} = 2^{G_i - a_r} 2^{a_r - z_c} 2^{z_c - G_j}, i.e.
+// Qa_i (resp. Ka_i) times F_t = 2^{a_r - z_c} times Kb_j. Off the diagonal all three factors are <= 1
+// and each covers a sub-range of (j, i], so one underflows only when the true product is smaller
+// still; on it F_t <= 2^{span} (<= 2^110: exact chunks take GatedTile / ExactTile instead).
+// The sum over d is order-free, so MMA k-index t maps to d = 4t (t+4 to 4t+1) and the second MMA
+// of a 16-wide step to 4t+2, 4t+3: each lane reads four consecutive d with one vector load.
+template <int BV, int NF>
+__device__ __forceinline__ void FactoredTiles(unsigned char* smem, int r, int c0, int lane, float scale) {
+  using Ly = Layout<BV>;
+  const float* sQa = reinterpret_cast<const float*>(smem + Ly::kR1);
+  const float* sKa = reinterpret_cast<const float*>(smem + Ly::kR2);
+  const float* sKb = reinterpret_cast<const float*>(smem + Ly::kR3);
+  const float* sF = reinterpret_cast<const float*>(smem + Ly::kF) + (r * (r + 1) / 2 + c0) * kK;
+  const int g = lane >> 2, t = lane & 3, i0 = 16 * r + g;
+  float aq[NF][2][4] = {}, ak[NF][2][4] = {};  // [tile][n-tile][fragment]
+  KDA_UNROLL(KDA_TILE_UNROLL)
+  for (int s = 0; s < 8; ++s) {
+    const int d = 16 * s + 4 * t;
+    const uint4 q0 = *reinterpret_cast<const uint4*>(sQa + i0 * kLdF + d);
+    const uint4 q1 = *reinterpret_cast<const uint4*>(sQa + (i0 + 8) * kLdF + d);
+    const uint4 k0 = *reinterpret_cast<const uint4*>(sKa + i0 * kLdF + d);
+    const uint4 k1 = *reinterpret_cast<const uint4*>(sKa + (i0 + 8) * kLdF + d);
+#pragma unroll
+    for (int x = 0; x < NF; ++x) {
+      const float4 f = *reinterpret_cast<const float4*>(sF + x * kK + d);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const float4 kb = *reinterpret_cast<const float4*>(sKb + (16 * (c0 + x) + 8 * nt + g) * kLdF + d);
+        const uint32_t b0 = RoundTf32(kb.x * f.x), b1 = RoundTf32(kb.y * f.y);
+        const uint32_t b2 = RoundTf32(kb.z * f.z), b3 = RoundTf32(kb.w * f.w);
+        // k-index t <-> d, t+4 <-> d+1 (first MMA); t <-> d+2, t+4 <-> d+3 (second)
+        MmaTf32(aq[x][nt], q0.x, q1.x, q0.y, q1.y, b0, b1);
+        MmaTf32(aq[x][nt], q0.z, q1.z, q0.w, q1.w, b2, b3);
+        MmaTf32(ak[x][nt], k0.x, k1.x, k0.y, k1.y, b0, b1);
+        MmaTf32(ak[x][nt], k0.z, k1.z, k0.w, k1.w, b2, b3);
+      }
+    }
+  }
+#pragma unroll
+  for (int x = 0; x < NF; ++x)
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) StoreTile<BV>(smem, aq[x][nt], ak[x][nt], r, c0 + x, nt, lane, scale);
+}
+
+// Exact chunks (some block's span passes 110, which only an unbounded gate reaches): R1 keeps G,
+// R2 and R3 hold the normalised q and k in fp32. Off-diagonal tile (r, c) with the exponentials
+// taken per tile from the anchor a = 16r, both factors <= 1.
+template <int BV>
+__device__ __forceinline__ void GatedTile(unsigned char* smem, int r, int c, int lane, float scale) {
+  using Ly = Layout<BV>;
+  const float* sG = reinterpret_cast<const float*>(smem + Ly::kR1);
+  const float* sQ = reinterpret_cast<const float*>(smem + Ly::kR2);
+  const float* sK = reinterpret_cast<const float*>(smem + Ly::kR3);
+  const int g = lane >> 2, t = lane & 3, a = 16 * r;
+  float aq[2][4] = {}, ak[2][4] = {};
+  for (int s = 0; s < 8; ++s) {
+    const int d = 16 * s + 4 * t;
+    const float4 ga = *reinterpret_cast<const float4*>(sG + a * kLdF + d);
+    uint32_t qt[2][4], kt[2][4];  // A side, rows g and g+8
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = a + g + 8 * h;
+      const float4 gi = *reinterpret_cast<const float4*>(sG + i * kLdF + d);
+      const float4 q4 = *reinterpret_cast<const float4*>(sQ + i * kLdF + d);
+      const float4 k4 = *reinterpret_cast<const float4*>(sK + i * kLdF + d);
+      const float f[4] = {Ex2(gi.x - ga.x), Ex2(gi.y - ga.y), Ex2(gi.z - ga.z), Ex2(gi.w - ga.w)};
+      qt[h][0] = RoundTf32(q4.x * f[0]), qt[h][1] = RoundTf32(q4.y * f[1]);
+      qt[h][2] = RoundTf32(q4.z * f[2]), qt[h][3] = RoundTf32(q4.w * f[3]);
+      kt[h][0] = RoundTf32(k4.x * f[0]), kt[h][1] = RoundTf32(k4.y * f[1]);
+      kt[h][2] = RoundTf32(k4.z * f[2]), kt[h][3] = RoundTf32(k4.w * f[3]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int j = 16 * c + 8 * nt + g;
+      const float4 gj = *reinterpret_cast<const float4*>(sG + j * kLdF + d);
+      const float4 k4 = *reinterpret_cast<const float4*>(sK + j * kLdF + d);
+      const uint32_t b0 = RoundTf32(k4.x * Ex2(ga.x - gj.x)), b1 = RoundTf32(k4.y * Ex2(ga.y - gj.y));
+      const uint32_t b2 = RoundTf32(k4.z * Ex2(ga.z - gj.z)), b3 = RoundTf32(k4.w * Ex2(ga.w - gj.w));
+      MmaTf32(aq[nt], qt[0][0], qt[1][0], qt[0][1], qt[1][1], b0, b1);
+      MmaTf32(aq[nt], qt[0][2], qt[1][2], qt[0][3], qt[1][3], b2, b3);
+      MmaTf32(ak[nt], kt[0][0], kt[1][0], kt[0][1], kt[1][1], b0, b1);
+      MmaTf32(ak[nt], kt[0][2], kt[1][2], kt[0][3], kt[1][3], b2, b3);
+    }
+  }
+  StoreTile<BV>(smem, aq[0], ak[0], r, c, 0, lane, scale);
+  StoreTile<BV>(smem, aq[1], ak[1], r, c, 1, lane, scale);
+}
+// Exact chunks: diagonal tile (r, r), one exp2 per term (each <= 1).
+template <int BV>
+__device__ __forceinline__ void ExactTile(unsigned char* smem, int r, int lane, float scale) {
+  using Ly = Layout<BV>;
+  const float* sG = reinterpret_cast<const float*>(smem + Ly::kR1);
+  const float* sQ = reinterpret_cast<const float*>(smem + Ly::kR2);
+  const float* sK = reinterpret_cast<const float*>(smem + Ly::kR3);
+  const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
+  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
+  const int a = 16 * r;
+  for (int pi = lane; pi < 256; pi += 32) {
+    const int i = a + (pi >> 4), j = a + (pi & 15);
+    float sqk = 0.f, skk = 0.f;
+    if (j <= i) {
+      for (int d = 0; d < 128; ++d) {
+        const float kj = sK[j * kLdF + d] * Ex2(sG[i * kLdF + d] - sG[j * kLdF + d]);
+        sqk += sQ[i * kLdF + d] * kj;
+        skk += sK[i * kLdF + d] * kj;
+      }
+    }
+    sAqk[i * kLd64 + j] = __float2bfloat16_rn(scale * sqk);
+    if (j < i) sLA[i * kLdLA + j] = sBeta[i] * skk;
+  }
+}
+// Warp w builds tiles (r, c0 .. c0 + nc - 1) of one row block: they share the A side, and P2 is
+// bound by shared-memory reads of the fp32 operands (20 single n-tiles over 8 warps, each loading its
+// A side, took 5.7k cycles against 4.5k for tiles w and w + 8).
 struct TileJob {
   int r, c0, nc;
 };
 __device__ __forceinline__ TileJob JobOf(int warp) {
-  switch (warp) {  // 10 tiles over 8 warps, a warp's tiles in one row block (they share the A side)
+  switch (warp) {
     case 0: return {0, 0, 1};
     case 2: return {1, 0, 1};
     case 3: return {1, 1, 1};
@@ -189,111 +345,17 @@ __device__ __forceinline__ TileJob JobOf(int warp) {
     default: return {0, 0, 0};
   }
 }
-
-// Tiles (r, c0 .. c0+NF-1), factored with anchor a = 16 r (see the file comment).
-template <int BV, int NF>
-__device__ __forceinline__ void FactoredTiles(unsigned char* smem, int r, int c0, int lane, float scale) {
-  using Ly = Layout<BV>;
-  const auto* sQ = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kQ);
-  const auto* sK = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kK);
-  const float* sG = reinterpret_cast<const float*>(smem + Ly::kG);
-  const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
-  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
-  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
-  const int g = lane >> 2, t = lane & 3, a = 16 * r;
-  float aq[NF][2][4] = {}, ak[NF][2][4] = {};  // [tile][n-tile][fragment]
-  KDA_UNROLL(KDA_TILE_UNROLL)
-  for (int s = 0; s < 8; ++s) {
-    const int d = 16 * s + 4 * t;
-    const float4 ga = *reinterpret_cast<const float4*>(sG + a * kLdG + d);
-    uint32_t qt[2][4], kt[2][4];  // A side, rows g and g+8, tf32
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int i = a + g + 8 * h;
-      const float4 gi = *reinterpret_cast<const float4*>(sG + i * kLdG + d);
-      const float4 q4 = Bf16x4(*reinterpret_cast<const uint2*>(sQ + i * kLdQK + d));
-      const float4 k4 = Bf16x4(*reinterpret_cast<const uint2*>(sK + i * kLdQK + d));
-      const float f[4] = {Ex2(gi.x - ga.x), Ex2(gi.y - ga.y), Ex2(gi.z - ga.z), Ex2(gi.w - ga.w)};
-      qt[h][0] = Tf32(q4.x * f[0]), qt[h][1] = Tf32(q4.y * f[1]), qt[h][2] = Tf32(q4.z * f[2]), qt[h][3] = Tf32(q4.w * f[3]);
-      kt[h][0] = Tf32(k4.x * f[0]), kt[h][1] = Tf32(k4.y * f[1]), kt[h][2] = Tf32(k4.z * f[2]), kt[h][3] = Tf32(k4.w * f[3]);
-    }
-#pragma unroll
-    for (int x = 0; x < NF; ++x)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const int j = 16 * (c0 + x) + 8 * nt + g;
-        const float4 gj = *reinterpret_cast<const float4*>(sG + j * kLdG + d);
-        const float4 k4 = Bf16x4(*reinterpret_cast<const uint2*>(sK + j * kLdQK + d));
-        const uint32_t b0 = Tf32(k4.x * Ex2(ga.x - gj.x)), b1 = Tf32(k4.y * Ex2(ga.y - gj.y));
-        const uint32_t b2 = Tf32(k4.z * Ex2(ga.z - gj.z)), b3 = Tf32(k4.w * Ex2(ga.w - gj.w));
-        // k-index t <-> d, t+4 <-> d+1 (first MMA); t <-> d+2, t+4 <-> d+3 (second)
-        MmaTf32(aq[x][nt], qt[0][0], qt[1][0], qt[0][1], qt[1][1], b0, b1);
-        MmaTf32(aq[x][nt], qt[0][2], qt[1][2], qt[0][3], qt[1][3], b2, b3);
-        MmaTf32(ak[x][nt], kt[0][0], kt[1][0], kt[0][1], kt[1][1], b0, b1);
-        MmaTf32(ak[x][nt], kt[0][2], kt[1][2], kt[0][3], kt[1][3], b2, b3);
-      }
-  }
-#pragma unroll
-  for (int x = 0; x < NF; ++x) {
-    const int c = c0 + x;
-    const bool diag = c == r;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int i = a + g + 8 * h, j = 16 * c + 8 * nt + 2 * t;
-        float q0 = scale * aq[x][nt][2 * h], q1 = scale * aq[x][nt][2 * h + 1];
-        const float bi = sBeta[i];
-        const float l0 = bi * ak[x][nt][2 * h], l1 = bi * ak[x][nt][2 * h + 1];
-        if (diag) {  // select, never multiply: the masked half may be huge
-          q0 = j <= i ? q0 : 0.f, q1 = j + 1 <= i ? q1 : 0.f;
-        }
-        *reinterpret_cast<uint32_t*>(sAqk + i * kLd64 + j) = PackBf16(q0, q1);
-        if (!diag || j < i) sLA[i * kLdLA + j] = l0;
-        if (!diag || j + 1 < i) sLA[i * kLdLA + j + 1] = l1;
-      }
-  }
-}
-
 template <int BV>
-__device__ void BuildTiles(unsigned char* smem, int warp, int lane, float scale) {
-  using Ly = Layout<BV>;
+__device__ void BuildTiles(unsigned char* smem, bool exact, int warp, int lane, float scale) {
   const TileJob job = JobOf(warp);
-  if (job.nc == 0) return;
-  const auto* sQ = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kQ);
-  const auto* sK = reinterpret_cast<const __nv_bfloat16*>(smem + Ly::kK);
-  const float* sG = reinterpret_cast<const float*>(smem + Ly::kG);
-  const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
-  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
-  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
-  const int r = job.r, a = 16 * r;
-  const bool has_diag = job.c0 + job.nc - 1 == r;
-  bool exact = false;
-  if (has_diag) {
-    float span = 0.f;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) span = fmaxf(span, sG[a * kLdG + 4 * lane + e] - sG[(a + 15) * kLdG + 4 * lane + e]);
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
-    exact = span > kExactSpan;
+  if (!exact) {
+    if (job.nc == 2) FactoredTiles<BV, 2>(smem, job.r, job.c0, lane, scale);
+    if (job.nc == 1) FactoredTiles<BV, 1>(smem, job.r, job.c0, lane, scale);
+    return;
   }
-  const int nf = job.nc - (exact ? 1 : 0);  // factored tiles: c0 .. c0 + nf - 1
-  if (nf == 2) FactoredTiles<BV, 2>(smem, r, job.c0, lane, scale);
-  if (nf == 1) FactoredTiles<BV, 1>(smem, r, job.c0, lane, scale);
-  if (exact) {  // the diagonal tile (r, r), one exact exp2 per term (each factor <= 1)
-    for (int pi = lane; pi < 256; pi += 32) {
-      const int i = a + (pi >> 4), j = a + (pi & 15);
-      float sqk = 0.f, skk = 0.f;
-      if (j <= i) {
-        for (int d = 0; d < 128; ++d) {
-          const float kj = __bfloat162float(sK[j * kLdQK + d]) * Ex2(sG[i * kLdG + d] - sG[j * kLdG + d]);
-          sqk += __bfloat162float(sQ[i * kLdQK + d]) * kj;
-          skk += __bfloat162float(sK[i * kLdQK + d]) * kj;
-        }
-      }
-      sAqk[i * kLd64 + j] = __float2bfloat16_rn(scale * sqk);
-      if (j < i) sLA[i * kLdLA + j] = sBeta[i] * skk;
-    }
+  for (int c = job.c0; c < job.c0 + job.nc; ++c) {
+    if (c == job.r) ExactTile<BV>(smem, c, lane, scale);
+    else GatedTile<BV>(smem, job.r, c, lane, scale);
   }
 }
 
@@ -326,10 +388,10 @@ __device__ __forceinline__ void BlockMma(float (*acc)[4], const A& a, const B& b
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks) {
     const int k = 8 * ks + t;
-    const uint32_t a0 = Tf32(a(g, k)), a1 = Tf32(a(g + 8, k)), a2 = Tf32(a(g, k + 4)), a3 = Tf32(a(g + 8, k + 4));
+    const uint32_t a0 = RoundTf32(a(g, k)), a1 = RoundTf32(a(g + 8, k)), a2 = RoundTf32(a(g, k + 4)), a3 = RoundTf32(a(g + 8, k + 4));
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
-      MmaTf32(acc[nt], a0, a1, a2, a3, Tf32(bm(k, 8 * nt + g)), Tf32(bm(k + 4, 8 * nt + g)));
+      MmaTf32(acc[nt], a0, a1, a2, a3, RoundTf32(bm(k, 8 * nt + g)), RoundTf32(bm(k + 4, 8 * nt + g)));
   }
 }
 __device__ __forceinline__ void StoreX(float* x, const float (*acc)[4], int lane) {
@@ -339,14 +401,29 @@ __device__ __forceinline__ void StoreX(float* x, const float (*acc)[4], int lane
 #pragma unroll
     for (int e = 0; e < 4; ++e) x[(g + 8 * (e >> 1)) * 17 + 8 * nt + 2 * t + (e & 1)] = acc[nt][e];
 }
-// Ai block (r, c) = -acc, stored transposed.
-__device__ __forceinline__ void StoreAiBlock(float* sLA, const float (*acc)[4], int r, int c, int lane) {
+// Ai block (r, c) = -acc: into Ab = Ai diag(beta) as bf16 hi + lo (what P4 reads) and, where a later
+// stage reads it, transposed into the upper triangle of sLA.
+struct AbOut {
+  __nv_bfloat16 *hi, *lo;
+  const float* beta;
+  __device__ void Put(int i, int j, float x0, float x1) const {  // Ai(i, j), Ai(i, j + 1)
+    uint32_t h, l;
+    SplitBf16(x0 * beta[j], x1 * beta[j + 1], h, l);
+    *reinterpret_cast<uint32_t*>(hi + i * kLd64 + j) = h;
+    *reinterpret_cast<uint32_t*>(lo + i * kLd64 + j) = l;
+  }
+};
+__device__ __forceinline__ void StoreAiBlock(float* sLA, const AbOut& ab, const float (*acc)[4], int r, int c,
+                                             bool keep, int lane) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      sLA[(16 * c + 8 * nt + 2 * t + (e & 1)) * kLdLA + 16 * r + g + 8 * (e >> 1)] = -acc[nt][e];
+    for (int h = 0; h < 2; ++h) {
+      const int i = 16 * r + g + 8 * h, j = 16 * c + 8 * nt + 2 * t;
+      ab.Put(i, j, -acc[nt][2 * h], -acc[nt][2 * h + 1]);
+      if (keep) sLA[j * kLdLA + i] = -acc[nt][2 * h], sLA[(j + 1) * kLdLA + i] = -acc[nt][2 * h + 1];
+    }
 }
 
 // Akk = (I + L)^{-1}: the four 16x16 diagonal blocks by forward substitution (fp32), then the 32x32
@@ -357,11 +434,13 @@ __device__ __forceinline__ void BarrierLow(int threads) {
   asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
 }
 
-// Run by warps 0-3 only (their own barriers), while warps 4-7 do the elementwise work.
+// Run by warps 0-3 only (their own barriers); writes Ab (P4's operand) block by block.
 template <int BV>
 __device__ void Invert(unsigned char* smem, int tid) {
   using Ly = Layout<BV>;
   float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  const AbOut ab{reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbh), reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbl),
+                 reinterpret_cast<const float*>(smem + Ly::kBeta)};
   float* sX = reinterpret_cast<float*>(smem + Ly::kX);  // [6][16][17]
   const int warp = tid >> 5, lane = tid & 31;
   if (tid < 64) {  // diagonal block b, column col: x_i = [i == col] - sum_{u<i} L_iu x_u
@@ -374,9 +453,14 @@ __device__ void Invert(unsigned char* smem, int tid) {
       for (int u = 0; u < i; ++u) acc -= sLA[(o + i) * kLdLA + o + u] * x[u];
       x[i] = acc;
     }
+    const float bc = ab.beta[o + col];
 #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < 16; ++i) {
       if (i > col) sLA[(o + col) * kLdLA + o + i] = x[i];
+      const __nv_bfloat16 hi = __float2bfloat16_rn(x[i] * bc);
+      ab.hi[(o + i) * kLd64 + o + col] = hi;
+      ab.lo[(o + i) * kLd64 + o + col] = __float2bfloat16_rn(x[i] * bc - __bfloat162float(hi));
+    }
   }
   BarrierLow(128);
   float* X = sX;  // X[0] = X_20, X[1] = X_21, X[2] = X_30, X[3] = X_31 (X = C A^-1); 4, 5 scratch
@@ -389,7 +473,7 @@ __device__ void Invert(unsigned char* smem, int tid) {
     __syncwarp();
     float res[2][4] = {};
     BlockMma(res, AiBlk{sLA, r, r}, XBlk{Xb(4 + warp)}, lane);
-    StoreAiBlock(sLA, res, r, r - 1, lane);
+    StoreAiBlock(sLA, ab, res, r, r - 1, true, lane);
   } else if (warp < 4) {  // X_21 = L_21 Ai_11;  X_31 = L_31 Ai_11
     BlockMma(acc, LBlk{sLA, warp, 1}, AiBlk{sLA, 1, 1}, lane);
     StoreX(Xb(warp == 2 ? 1 : 3), acc, lane);
@@ -408,8 +492,14 @@ __device__ void Invert(unsigned char* smem, int tid) {
     float res[2][4] = {};
     BlockMma(res, AiBlk{sLA, r, 2}, XBlk{Xb(c)}, lane);
     if (r == 3) BlockMma(res, AiBlk{sLA, 3, 3}, XBlk{Xb(2 + c)}, lane);
-    StoreAiBlock(sLA, res, r, c, lane);
+    StoreAiBlock(sLA, ab, res, r, c, false, lane);
   }
+}
+
+__device__ __forceinline__ float Rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 template <int BV>
@@ -417,17 +507,23 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   using Ly = Layout<BV>;
   constexpr int kNV = kV / BV;
   extern __shared__ __align__(128) unsigned char smem[];
-  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQ);
-  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kK);
-  float* sG = reinterpret_cast<float*>(smem + Ly::kG);
-  auto* sAbh = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kG);
-  auto* sAbl = sAbh + kC * kLd64;
-  auto* sOt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kG);
-  unsigned char* sGraw = smem + Ly::kGraw;
-  auto* sKgam = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kGraw);
+  auto* sQraw = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQraw);
+  auto* sKraw = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKraw);
+  float* sG = reinterpret_cast<float*>(smem + Ly::kR1);
+  float* sQa = reinterpret_cast<float*>(smem + Ly::kR1);
+  float* sKa = reinterpret_cast<float*>(smem + Ly::kR2);
+  float* sKb = reinterpret_cast<float*>(smem + Ly::kR3);
+  unsigned char* sGraw = smem + Ly::kR2;
+  auto* sAbh = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbh);
+  auto* sAbl = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbl);
+  auto* sOt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kOt);
+  auto* sKgam = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKgam);
   auto* sV = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kV);
   float* sBeta = reinterpret_cast<float*>(smem + Ly::kBeta);
   float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  float* sAnc = reinterpret_cast<float*>(smem + Ly::kAnc);
+  float* sRn = reinterpret_cast<float*>(smem + Ly::kRn);
+  float* sF = reinterpret_cast<float*>(smem + Ly::kF);
   auto* sQg = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQg);
   auto* sKg = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKg);
   auto* sW = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kW);
@@ -448,17 +544,17 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   auto row0 = [&](const void* base, const int64_t* st, int64_t t0, int bytes) {
     return static_cast<const unsigned char*>(base) + (b * st[0] + t0 * st[1] + h * st[2]) * bytes;
   };
-  auto issue_qk = [&](int c) {
+  auto issue_qkg = [&](int c) {
     const int64_t t0 = bos + int64_t(c) * kC;
-    LoadRows<256>(smem + Ly::kQ, kLdQK * 2, row0(p.q, p.q_st, t0, 2), p.q_st[1] * 2, rows_of(c), tid);
-    LoadRows<256>(smem + Ly::kK, kLdQK * 2, row0(p.k, p.k_st, t0, 2), p.k_st[1] * 2, rows_of(c), tid);
-  };
-  auto issue_gv = [&](int c) {
-    const int64_t t0 = bos + int64_t(c) * kC;
+    LoadRows<256>(smem + Ly::kQraw, kLdQK * 2, row0(p.q, p.q_st, t0, 2), p.q_st[1] * 2, rows_of(c), tid);
+    LoadRows<256>(smem + Ly::kKraw, kLdQK * 2, row0(p.k, p.k_st, t0, 2), p.k_st[1] * 2, rows_of(c), tid);
     if (p.g_bf16)
       LoadRows<256>(sGraw, 256, row0(p.g, p.g_st, t0, 2), p.g_st[1] * 2, rows_of(c), tid);
     else
       LoadRows<512>(sGraw, 512, row0(p.g, p.g_st, t0, 4), p.g_st[1] * 4, rows_of(c), tid);
+  };
+  auto issue_v = [&](int c) {
+    const int64_t t0 = bos + int64_t(c) * kC;
     LoadRows<BV * 2>(smem + Ly::kV, Ly::kLdV * 2, row0(p.v, p.v_st, t0, 2) + v0 * 2, p.v_st[1] * 2, rows_of(c), tid);
   };
 
@@ -475,8 +571,11 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     for (int e = 0; e < 4; ++e)
       st[nt][e] = p.h0 && warp < kScanWarps ? p.h0[state_off + 8 * (e >> 1) * sv + (8 * nt + (e & 1)) * sd] : 0.f;
 
+  // The gate's increment of G (log2 units) for raw x, with the constants folded:
+  // lower_bound sigmoid(a (x + dtb)) log2e = lbl / (1 + 2^{c1 x + c0}).
   const float a_log = p.gate != KDA_GATE_LOG_DECAY && p.A_log ? __expf(p.A_log[h]) : 1.f;
   const float dtb = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + (tid & 127)] : 0.f;
+  const float c1 = -a_log * kLog2e, c0 = c1 * dtb, lbl = p.lower_bound * kLog2e;
 
   // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
   // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan.
@@ -496,8 +595,8 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   };
   float beta_next = 0.f;
   if (nchunks > 0) {
-    issue_qk(0);
-    issue_gv(0);
+    issue_qkg(0);
+    issue_v(0);
     CpAsyncCommit();
     if (tid < kC) beta_next = load_beta(0);
   }
@@ -508,127 +607,144 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     __syncthreads();  // chunk c's inputs landed; the previous chunk's scan is done with everything
     mark(0);
 
-    // ---- P1: gate activation and chunk-local cumsum (log2 units); beta; l2 norm of q and k ----
+    // ---- P1a: gate activation and chunk-local cumsum (log2 units) by channel, the block anchors;
+    //      the row norms of q and k; beta ---------------------------------------------------------
     const int d1 = tid & 127, half = tid >> 7;  // channel d1, rows 32 half .. +32
     // Every shared-memory load of a loop is issued before its first store: the compiler cannot
     // move a load above a store to the same array, so load-store-load chains pay the load latency
     // once per row; staged, they pay it once per loop.
+    float a[32];
     {
-      float a[32];
       const float* gf = reinterpret_cast<const float*>(sGraw) + 32 * half * 128 + d1;
       const __nv_bfloat16* gb = reinterpret_cast<const __nv_bfloat16*>(sGraw) + 32 * half * 128 + d1;
 #pragma unroll
       for (int i = 0; i < 32; ++i) a[i] = p.g_bf16 ? __bfloat162float(gb[i * 128]) : gf[i * 128];
-      auto cumsum = [&](auto activate) {
+      const int lim = rows - 32 * half;  // rows of this half in the sequence
+      auto cumsum = [&](auto increment) {
         float run = 0.f;
 #pragma unroll
         for (int i = 0; i < 32; ++i) {
-          run += 32 * half + i < rows ? activate(a[i]) * kLog2e : 0.f;
+          run += i < lim ? increment(a[i]) : 0.f;
           a[i] = run;
         }
       };
-      const float lb = p.lower_bound;
-      if (p.gate == KDA_GATE_LOWER_BOUND_SIGMOID) cumsum([&](float x) { return lb * Sigmoid(a_log * (x + dtb)); });
-      else if (p.gate == KDA_GATE_SOFTPLUS) cumsum([&](float x) { return -a_log * Softplus(x + dtb); });
-      else cumsum([](float x) { return x; });
+      if (p.gate == KDA_GATE_LOWER_BOUND_SIGMOID) cumsum([&](float x) { return lbl * Rcp(1.f + Ex2(fmaf(x, c1, c0))); });
+      else if (p.gate == KDA_GATE_SOFTPLUS) cumsum([&](float x) { return -a_log * kLog2e * Softplus(x + dtb); });
+      else cumsum([](float x) { return x * kLog2e; });
       if (!half) sLA[d1] = a[31];  // the lower half's total, which the upper half's rows add
-      if (tid < kC) {
-        float bt = beta_next;
-        if (p.beta_sigmoid) bt = (p.neg_eigval ? 2.f : 1.f) * Sigmoid(bt);
-        sBeta[tid] = tid < rows ? bt : 0.f;
-        if (c + 1 < nchunks) beta_next = load_beta(c + 1);  // consumed a chunk from now
-      }
-      __syncthreads();
-      const float off = half ? sLA[d1] : 0.f;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) sG[(32 * half + i) * kLdG + d1] = a[i] + off;
     }
-    if (p.l2norm) {  // row job: q rows 0..63, k rows 64..127; two threads a row, 64 columns each
-      const int job = tid >> 1, part = tid & 1;
-      __nv_bfloat16* row = (job < kC ? sQ : sK) + (job & 63) * kLdQK + 64 * part;
+    if (p.l2norm) {  // row (tid >> 2) of q (tid & 1 == 0) or k, channels in eight 8-wide groups of
+                     // parity (tid >> 1) & 1; k starts two groups later, so a quarter warp's reads
+                     // cover all 32 banks
+      const int row = tid >> 2, qk = tid & 1, par = (tid >> 1) & 1;
+      const __nv_bfloat16* src = (qk ? sKraw : sQraw) + row * kLdQK;
       uint4 raw[8];
 #pragma unroll
-      for (int m = 0; m < 8; ++m) raw[m] = *reinterpret_cast<const uint4*>(row + 8 * m);
+      for (int m = 0; m < 8; ++m) raw[m] = *reinterpret_cast<const uint4*>(src + 8 * (2 * ((m + 2 * qk) & 7) + par));
       float ss = 0.f;
 #pragma unroll
       for (int m = 0; m < 8; ++m) {
         float x[8];
         Unpack8(raw[m], x);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
+        for (int e = 0; e < 8; ++e) ss = fmaf(x[e], x[e], ss);
       }
-      ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-      const float rn = rsqrtf(ss + 1e-6f);
+      ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+      if (!par) sRn[qk * kC + row] = rsqrtf(ss + 1e-6f);
+    }
+    if (tid < kC) {
+      float bt = beta_next;
+      if (p.beta_sigmoid) bt = (p.neg_eigval ? 2.f : 1.f) * Sigmoid(bt);
+      sBeta[tid] = tid < rows ? bt : 0.f;
+      if (c + 1 < nchunks) beta_next = load_beta(c + 1);  // consumed a chunk from now
+    }
+    __syncthreads();
+    bool exact;
+    {
+      const float off = half ? sLA[d1] : 0.f;
 #pragma unroll
-      for (int m = 0; m < 8; ++m) {
-        float x[8];
-        Unpack8(raw[m], x);
+      for (int i = 0; i < 32; ++i) sG[(32 * half + i) * kLdF + d1] = a[i] + off;
+      // anchors: a_r (first row of block r) at [r], z_r (last row) at [4 + r]
+      sAnc[(2 * half) * 128 + d1] = a[0] + off, sAnc[(2 * half + 1) * 128 + d1] = a[16] + off;
+      sAnc[(4 + 2 * half) * 128 + d1] = a[15] + off, sAnc[(5 + 2 * half) * 128 + d1] = a[31] + off;
+      if (half) sGam[d1] = Ex2(a[31] + off);
+      exact = __syncthreads_or(a[0] - a[15] > kExactSpan || a[16] - a[31] > kExactSpan);
+    }
+
+    // ---- P1b: per element, once: Qa = q^ 2^{G - a_r}, Ka = k^ 2^{G - a_r}, Kb = k^ 2^{z_r - G} (tf32,
+    //      for P2; q^ and k^ the normalised rows), and the scan's Qg = scale q^ 2^G, Kg = k^ 2^{G_last - G},
+    //      K 2^G (bf16). Warp w: block r = w / 2, rows 16r + 8(w % 2) + it, channels 4 lane .. +3. All
+    //      reads first (R3's raw q and k are overwritten by Kb), a barrier, then the writes. ----------
+    {
+      const int r = warp >> 1, i0 = 16 * r + 8 * (warp & 1), d4 = 4 * lane;
+      uint2 qr[8], kr[8];
+      float4 gr[8];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) x[e] *= rn;
-        *reinterpret_cast<uint4*>(row + 8 * m) = Pack8(x);
+      for (int it = 0; it < 8; ++it) {
+        qr[it] = *reinterpret_cast<const uint2*>(sQraw + (i0 + it) * kLdQK + d4);
+        kr[it] = *reinterpret_cast<const uint2*>(sKraw + (i0 + it) * kLdQK + d4);
+        gr[it] = *reinterpret_cast<const float4*>(sG + (i0 + it) * kLdF + d4);
+      }
+      const float4 A = *reinterpret_cast<const float4*>(sAnc + r * 128 + d4);
+      const float4 Z = *reinterpret_cast<const float4*>(sAnc + (4 + r) * 128 + d4);
+      const float4 GL = *reinterpret_cast<const float4*>(sAnc + 7 * 128 + d4);
+      for (int x = tid; x < kTiles * 128; x += kThreads) {  // F of tile (rr, cc): 2^{a_rr - z_cc}
+        int rr, cc;
+        TileOf(x >> 7, rr, cc);
+        sF[x] = Ex2(sAnc[rr * 128 + (x & 127)] - sAnc[(4 + cc) * 128 + (x & 127)]);
+      }
+      __syncthreads();
+      const float Av[4] = {A.x, A.y, A.z, A.w}, Zv[4] = {Z.x, Z.y, Z.z, Z.w}, Lv[4] = {GL.x, GL.y, GL.z, GL.w};
+      float pq[4], pk[4], pe[4];  // scale 2^{a_r}, 2^{a_r}, 2^{G_last - z_r}
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pk[e] = Ex2(Av[e]), pq[e] = p.scale * pk[e], pe[e] = Ex2(Lv[e] - Zv[e]);
+#pragma unroll
+      for (int it = 0; it < 8; ++it) {
+        const int i = i0 + it;
+        const float rq = p.l2norm ? sRn[i] : 1.f, rk = p.l2norm ? sRn[kC + i] : 1.f;
+        const float4 q4 = Bf16x4(qr[it]), k4 = Bf16x4(kr[it]);
+        const float qv[4] = {q4.x * rq, q4.y * rq, q4.z * rq, q4.w * rq};
+        const float kv[4] = {k4.x * rk, k4.y * rk, k4.z * rk, k4.w * rk};
+        const float Gv[4] = {gr[it].x, gr[it].y, gr[it].z, gr[it].w};
+        float qg[4], k2g[4], kg[4];
+        if (!exact) {
+          uint32_t qa[4], ka[4], kb[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float e1 = Ex2(Gv[e] - Av[e]), e2 = Ex2(Zv[e] - Gv[e]);  // both <= 1
+            const float fq = qv[e] * e1, fk = kv[e] * e1, fb = kv[e] * e2;
+            qa[e] = RoundTf32(fq), ka[e] = RoundTf32(fk), kb[e] = RoundTf32(fb);
+            qg[e] = fq * pq[e], k2g[e] = fk * pk[e], kg[e] = fb * pe[e];
+          }
+          *reinterpret_cast<uint4*>(sQa + i * kLdF + d4) = make_uint4(qa[0], qa[1], qa[2], qa[3]);
+          *reinterpret_cast<uint4*>(sKa + i * kLdF + d4) = make_uint4(ka[0], ka[1], ka[2], ka[3]);
+          *reinterpret_cast<uint4*>(sKb + i * kLdF + d4) = make_uint4(kb[0], kb[1], kb[2], kb[3]);
+        } else {  // keep G; q^ and k^ in fp32 for GatedTile and ExactTile
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float e0 = Ex2(Gv[e]), e3 = Ex2(Lv[e] - Gv[e]);  // both <= 1
+            qg[e] = p.scale * qv[e] * e0, k2g[e] = kv[e] * e0, kg[e] = kv[e] * e3;
+          }
+          *reinterpret_cast<float4*>(sKa + i * kLdF + d4) = make_float4(qv[0], qv[1], qv[2], qv[3]);
+          *reinterpret_cast<float4*>(sKb + i * kLdF + d4) = make_float4(kv[0], kv[1], kv[2], kv[3]);
+        }
+        *reinterpret_cast<uint2*>(sQg + i * kLdB + d4) = make_uint2(PackBf16(qg[0], qg[1]), PackBf16(qg[2], qg[3]));
+        *reinterpret_cast<uint2*>(sKgam + i * kLdB + d4) = make_uint2(PackBf16(k2g[0], k2g[1]), PackBf16(k2g[2], k2g[3]));
+        *reinterpret_cast<uint2*>(sKg + i * kLdB + d4) = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
       }
     }
     __syncthreads();
     mark(1);
 
     // ---- P2: the Aqk and L tiles ---------------------------------------------------------------
-    BuildTiles<BV>(smem, warp, lane, p.scale);
+    BuildTiles<BV>(smem, exact, warp, lane, p.scale);
     __syncthreads();
     mark(2);
-
-    // ---- P3: Akk = (I + L)^{-1} (warps 0-3) beside Qg, K 2^G, Kg and gamma (warps 4-7); then
-    //      Ab = Akk diag(beta) split into bf16 hi + lo ----------------------------------------------
-    if (warp < 4) {
-      Invert<BV>(smem, tid);
-    } else {
-      // KDA_QG_ROWS rows at a time, all their loads before any store (see P1); the last row's
-      // decay L8 is the same for every row of this thread.
-      const int d8 = (tid & 15) * 8, r0 = (tid - 128) >> 4;  // rows r0 + 8 i, i < 8
-      float L8[8];
-      *reinterpret_cast<float4*>(L8) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8);
-      *reinterpret_cast<float4*>(L8 + 4) = *reinterpret_cast<const float4*>(sG + (kC - 1) * kLdG + d8 + 4);
-      static_assert(8 % KDA_QG_ROWS == 0, "KDA_QG_ROWS divides the 8 rows of a thread");
-      for (int i = 0; i < 8; i += KDA_QG_ROWS) {
-        float G8[KDA_QG_ROWS][8], q8[KDA_QG_ROWS][8], k8[KDA_QG_ROWS][8];
-#pragma unroll
-        for (int u = 0; u < KDA_QG_ROWS; ++u) {
-          const int r = r0 + 8 * (i + u);
-          *reinterpret_cast<float4*>(G8[u]) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8);
-          *reinterpret_cast<float4*>(G8[u] + 4) = *reinterpret_cast<const float4*>(sG + r * kLdG + d8 + 4);
-          Unpack8(*reinterpret_cast<const uint4*>(sQ + r * kLdQK + d8), q8[u]);
-          Unpack8(*reinterpret_cast<const uint4*>(sK + r * kLdQK + d8), k8[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < KDA_QG_ROWS; ++u) {
-          const int r = r0 + 8 * (i + u);
-          float o1[8], o2[8], o3[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            const float e1 = Ex2(G8[u][e]), e2 = Ex2(L8[e] - G8[u][e]);  // both <= 1
-            o1[e] = p.scale * q8[u][e] * e1, o2[e] = k8[u][e] * e1, o3[e] = k8[u][e] * e2;
-          }
-          *reinterpret_cast<uint4*>(sQg + r * kLdB + d8) = Pack8(o1);
-          *reinterpret_cast<uint4*>(sKgam + r * kLdB + d8) = Pack8(o2);
-          *reinterpret_cast<uint4*>(sKg + r * kLdB + d8) = Pack8(o3);
-        }
-      }
-      if (tid - 128 < 16) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) sGam[(tid - 128) * 8 + e] = Ex2(L8[e]);
-      }
-    }
-    __syncthreads();
-    if (c + 1 < nchunks) issue_qk(c + 1);  // q and k are dead until the next chunk
+    if (c + 1 < nchunks) issue_qkg(c + 1);  // R2 and R3 are dead until the next chunk
     CpAsyncCommit();
-    for (int pi = tid; pi < kC * kC / 2; pi += kThreads) {
-      const int i = pi >> 5, j = 2 * (pi & 31);
-      const float x0 = j <= i ? AiAt(sLA, i, j) * sBeta[j] : 0.f;
-      const float x1 = j + 1 <= i ? AiAt(sLA, i, j + 1) * sBeta[j + 1] : 0.f;
-      uint32_t hi, lo;
-      SplitBf16(x0, x1, hi, lo);
-      *reinterpret_cast<uint32_t*>(sAbh + i * kLd64 + j) = hi;
-      *reinterpret_cast<uint32_t*>(sAbl + i * kLd64 + j) = lo;
-    }
+
+    // ---- P3: Ab = Akk diag(beta) split into bf16 hi + lo, Akk = (I + L)^{-1} (warps 0-3) ---------
+    if (warp < 4) Invert<BV>(smem, tid);
     __syncthreads();
     mark(3);
 
@@ -687,7 +803,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     }
     __syncthreads();
     mark(4);
-    if (c + 1 < nchunks) issue_gv(c + 1);  // raw g (now K 2^G) and v are dead until the next chunk
+    if (c + 1 < nchunks) issue_v(c + 1);  // v is dead until the next chunk
     CpAsyncCommit();
 
     // ---- the scan: V_new^T = U^T - S^T W^T;  O^T = S^T Qg^T + V_new^T Aqk^T;
