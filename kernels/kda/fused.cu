@@ -6,8 +6,8 @@
 // Why one kernel: the two-stage design moves 74 KB of workspace per (chunk, head) out and back in,
 // ~0.6 GB at B1 T8192 H64, which alone costs more than the inputs (0.7 GB); fused, the floor is the
 // inputs' 0.16 ms. With two V slices a head (NV = 2) the preparation runs twice; kda_fwd uses this
-// kernel with NV = 1 where N*H fills the GPU, and the two-stage pipeline where it does not
-// (AutoVariant in kda_gpu.cuh, by measurement).
+// kernel with NV = 1 where N*H fills the GPU, NV = 2 where 2 N*H nearly does, and the two-stage
+// pipeline below that (AutoVariant in kda_gpu.cuh, by measurement).
 //
 // Tiles and why:
 //   - 256 threads (8 warps), one CTA per SM (~216 KB of shared memory, BV = 128), up to 255

@@ -28,12 +28,15 @@ namespace longhaul::kda {
 // head in one CTA or two, or as kda_fwd chooses (kAuto); or the two-stage pipeline.
 enum class Variant { kAuto, kFused1, kFused2, kTwoStage };
 kda_status FwdVariant(const kda_fwd_params* p, void* stream, Variant variant);
-// kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md):
-// where N*H leaves half the SMs idle (B1 T8192 H64: 64 heads), the chunk-parallel prepare kernel plus
-// the scan beat the fused kernel (1.69 ms against 1.88 with two CTAs a head, 2.12 with one); where
-// N*H fills them (H96, B8 H16, varlen H96), the fused kernel with one CTA a head wins by 18-33%.
+// kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md,
+// 2026-12-04): the fused kernel's time hardly depends on its CTA count while they fit (one CTA a
+// head: 1.69 ms at H96, 1.74 at H64), so where N*H heads leave SMs idle, two CTAs a head (V split)
+// take over if they fill >= 80% of the SMs (H64: 1.454 ms against 1.680 for the chunk-parallel
+// prepare plus scan), and the two-stage pipeline below that (H48: 1.379 against 1.463; H32: 0.929).
 inline Variant AutoVariant(int N, int H, int sms) {
-  return int64_t(N) * H * 2 <= sms ? Variant::kTwoStage : Variant::kFused1;
+  const int64_t ctas2 = int64_t(N) * H * 2;
+  if (ctas2 > sms) return Variant::kFused1;
+  return ctas2 * 5 >= int64_t(sms) * 4 ? Variant::kFused2 : Variant::kTwoStage;
 }
 // Diagnostics: the fused kernel adds its per-phase clocks ([0..5], fused.cu) and its chunk count ([6])
 // into buf (device memory, 7 counters) on every launch while buf is set; null turns it off.
