@@ -69,10 +69,14 @@ __device__ __forceinline__ void FenceOperands(uint32_t (&a)[N][4]) {
 #define LONGHAUL_WGMMA_D4(d, n) \
   LONGHAUL_WGMMA_D1(d, n), LONGHAUL_WGMMA_D1(d, n + 1), LONGHAUL_WGMMA_D1(d, n + 2), LONGHAUL_WGMMA_D1(d, n + 3)
 #define LONGHAUL_WGMMA_D8(d) LONGHAUL_WGMMA_D4(d, 0), LONGHAUL_WGMMA_D4(d, 4)
+#define LONGHAUL_WGMMA_D16(d) LONGHAUL_WGMMA_D4(d, 0), LONGHAUL_WGMMA_D4(d, 4), LONGHAUL_WGMMA_D4(d, 8), LONGHAUL_WGMMA_D4(d, 12)
 #define LONGHAUL_WGMMA_D32(d) \
   LONGHAUL_WGMMA_D4(d, 0), LONGHAUL_WGMMA_D4(d, 4), LONGHAUL_WGMMA_D4(d, 8), LONGHAUL_WGMMA_D4(d, 12), LONGHAUL_WGMMA_D4(d, 16), LONGHAUL_WGMMA_D4(d, 20), LONGHAUL_WGMMA_D4(d, 24), LONGHAUL_WGMMA_D4(d, 28)
 #define LONGHAUL_WGMMA_R16 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
 #define LONGHAUL_WGMMA_R32 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+#define LONGHAUL_WGMMA_R64 \
+  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
+  "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
 #define LONGHAUL_WGMMA_R128 \
   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63," \
   "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}"
@@ -113,12 +117,32 @@ __device__ __forceinline__ void Wgmma64x256RsMnB(float (&d)[32][4], const uint32
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
+// D[64 x 64] (+)= A[64 x 16] B[16 x 64]: A from registers (as above), B K-major.
+__device__ __forceinline__ void Wgmma64x64Rs(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LONGHAUL_WGMMA_R32
+               ", {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+               : LONGHAUL_WGMMA_D8(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+// D[64 x 128] (+)= A[64 x 16] B[16 x 128]: A from registers, B MN-major.
+__device__ __forceinline__ void Wgmma64x128RsMnB(float (&d)[16][4], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " LONGHAUL_WGMMA_R64
+               ", {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+               : LONGHAUL_WGMMA_D16(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
 #undef LONGHAUL_WGMMA_D1
 #undef LONGHAUL_WGMMA_D4
 #undef LONGHAUL_WGMMA_D8
+#undef LONGHAUL_WGMMA_D16
 #undef LONGHAUL_WGMMA_D32
 #undef LONGHAUL_WGMMA_R16
 #undef LONGHAUL_WGMMA_R32
+#undef LONGHAUL_WGMMA_R64
 #undef LONGHAUL_WGMMA_R128
 
 }  // namespace longhaul::kernels

@@ -47,6 +47,7 @@
 //   V_new = U - W S;  O = Qg S + Aqk V_new;  S = Diag(gamma) S + Kg^T V_new.
 #include "kda/kda.h"
 #include "kda/kda_gpu.cuh"
+#include "common/wgmma.cuh"
 
 // Tuning knobs (loop unrolling), overridable by a longhaul search (tasks/kda writes kda_params.h).
 #if __has_include("kda_params.h")
@@ -60,6 +61,16 @@
 
 namespace longhaul::kda::gpu {
 namespace {
+using kernels::FenceOperands;
+using kernels::FenceProxyAsync;
+using kernels::Sw128Desc;
+using kernels::Sw128KStep;
+using kernels::Sw128Offset;
+using kernels::Wgmma64x128RsMnB;
+using kernels::Wgmma64x64Rs;
+using kernels::WgmmaCommit;
+using kernels::WgmmaFence;
+using kernels::WgmmaWait;
 
 constexpr int kThreads = 256;
 constexpr int kLdQK = 144;  // bf16 raw q, k rows: 72 words, four rows fill the 32 banks (8-byte reads)
@@ -77,6 +88,13 @@ constexpr float kExactSpan = 110.f;  // lower_bound >= -5 spans at most 15 x 7.2
 //   R2  raw g -> Ka (P1b)            R3  raw q, k -> Kb (P1b); both refilled for the next chunk after P2
 //   Aqk region: anchors and row norms (P1) before Aqk (P2);  Ut region: F (P1b, P2), X (P3), U^T (P4)
 //   LA and K 2^G together: Ot (the scan's output transposition)
+// The scan's wgmma operands W, Qg, Kg and Aqk are bf16 tiles in the 128-byte-swizzled layout
+// (common/wgmma.cuh), on 1 KiB boundaries: 64 rows of 128 bytes a 64-column block.
+constexpr int kSwBlock = kC * 128;  // bytes of a 64 x 64 bf16 block
+__device__ __forceinline__ uint32_t SwOff(int row, int col) {  // byte offset of element (row, col)
+  return Sw128Offset(row, col >> 3, kSwBlock) + (col & 7) * 2;
+}
+constexpr int Align1k(int x) { return (x + 1023) / 1024 * 1024; }
 template <int BV>
 struct Layout {
   static constexpr int kLdV = BV + 8;
@@ -87,10 +105,10 @@ struct Layout {
   static constexpr int kV = kR3 + kR;                   // v slice [64][BV+8] bf16
   static constexpr int kLA = kV + kC * kLdV * 2;        // fp32 [64][65]
   static constexpr int kKgam = kLA + kC * kLdLA * 4;    // K 2^G bf16 [64][136]
-  static constexpr int kQg = kKgam + kC * kLdB * 2;     // the scan's operands from here on
-  static constexpr int kKg = kQg + kC * kLdB * 2;
-  static constexpr int kAqk = kKg + kC * kLdB * 2;      // [64][72]
-  static constexpr int kUt = kAqk + kC * kLd64 * 2;     // U^T [BV][72]
+  static constexpr int kQg = Align1k(kKgam + kC * kLdB * 2);  // the scan's operands from here on
+  static constexpr int kKg = kQg + 2 * kSwBlock;
+  static constexpr int kAqk = kKg + 2 * kSwBlock;       // [64][64]
+  static constexpr int kUt = kAqk + kSwBlock;           // U^T [BV][72]
   static constexpr int kBeta = kUt + BV * kLd64 * 2;    // fp32 [64]
   static constexpr int kGam = kBeta + kC * 4;           // fp32 [128]
   static constexpr int kBytes = kGam + 128 * 4;
@@ -101,7 +119,8 @@ struct Layout {
   static constexpr int kF = kUt;                        // fp32 [10][128]: 2^{a_r - z_c} of tile (r, c)
   static constexpr int kX = kUt;                        // the inverse's scratch [6][16][17] fp32
   static constexpr int kOt = kLA;
-  static_assert(kBytes <= 232448, "over the sm_90 opt-in shared memory");
+  static_assert(kBytes + 1024 <= 232448, "over the sm_90 opt-in shared memory (with 1 KiB to align)");
+  static_assert((kQg | kKg | kAqk | kW) % 1024 == 0, "swizzled tiles on 1 KiB");
   static_assert((kR2 | kR3 | kV | kLA | kKgam | kQg | kKg | kAqk | kUt | kBeta | kGam | kKraw | kAbl | kW | kRn) % 16 == 0,
                 "every region 16-byte aligned (cp.async, ldmatrix, vector loads)");
   static_assert(kC * 128 * 4 <= kR && 2 * kC * kLdQK * 2 <= kR, "raw g, raw q and k fit in a region");
@@ -196,7 +215,6 @@ __device__ __forceinline__ void StoreTile(unsigned char* smem, const float* aq, 
   using Ly = Layout<BV>;
   const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
   float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
-  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
   const int g = lane >> 2, t = lane & 3;
   const bool diag = c == r;
 #pragma unroll
@@ -208,7 +226,7 @@ __device__ __forceinline__ void StoreTile(unsigned char* smem, const float* aq, 
     if (diag) {  // select, never multiply: the masked half may be huge
       q0 = j <= i ? q0 : 0.f, q1 = j + 1 <= i ? q1 : 0.f;
     }
-    *reinterpret_cast<uint32_t*>(sAqk + i * kLd64 + j) = PackBf16(q0, q1);
+    *reinterpret_cast<uint32_t*>(smem + Ly::kAqk + SwOff(i, j)) = PackBf16(q0, q1);
     if (!diag || j < i) sLA[i * kLdLA + j] = l0;
     if (!diag || j + 1 < i) sLA[i * kLdLA + j + 1] = l1;
   }
@@ -323,7 +341,7 @@ __device__ __forceinline__ void ExactTile(unsigned char* smem, int r, int lane, 
         skk += sK[i * kLdF + d] * kj;
       }
     }
-    sAqk[i * kLd64 + j] = __float2bfloat16_rn(scale * sqk);
+    *reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk + SwOff(i, j)) = __float2bfloat16_rn(scale * sqk);
     if (j < i) sLA[i * kLdLA + j] = sBeta[i] * skk;
   }
 }
@@ -347,6 +365,13 @@ __device__ __forceinline__ TileJob JobOf(int warp) {
 }
 template <int BV>
 __device__ void BuildTiles(unsigned char* smem, bool exact, int warp, int lane, float scale) {
+  // The scan's wgmma reads all of Aqk: the six tiles above the diagonal are zeros (the region held
+  // the anchors during P1), 16 bytes a thread.
+  if (const int x = 32 * warp + lane; x < 6 * 32) {
+    const int u = x >> 5, r = u < 3 ? 0 : u < 5 ? 1 : 2, c = u < 3 ? u + 1 : u < 5 ? u - 1 : 3;
+    *reinterpret_cast<uint4*>(smem + Layout<BV>::kAqk + SwOff(16 * r + ((x & 31) >> 1), 16 * c + 8 * (x & 1))) =
+        make_uint4(0, 0, 0, 0);
+  }
   const TileJob job = JobOf(warp);
   if (!exact) {
     if (job.nc == 2) FactoredTiles<BV, 2>(smem, job.r, job.c0, lane, scale);
@@ -506,7 +531,8 @@ template <int BV>
 __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   using Ly = Layout<BV>;
   constexpr int kNV = kV / BV;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - SmemAddr(smem_raw) % 1024) % 1024);  // the swizzle's alignment
   auto* sQraw = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQraw);
   auto* sKraw = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKraw);
   float* sG = reinterpret_cast<float*>(smem + Ly::kR1);
@@ -524,9 +550,6 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   float* sAnc = reinterpret_cast<float*>(smem + Ly::kAnc);
   float* sRn = reinterpret_cast<float*>(smem + Ly::kRn);
   float* sF = reinterpret_cast<float*>(smem + Ly::kF);
-  auto* sQg = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQg);
-  auto* sKg = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKg);
-  auto* sW = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kW);
   auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
   auto* sUt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kUt);
   float* sGam = reinterpret_cast<float*>(smem + Ly::kGam);
@@ -728,9 +751,9 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
           *reinterpret_cast<float4*>(sKa + i * kLdF + d4) = make_float4(qv[0], qv[1], qv[2], qv[3]);
           *reinterpret_cast<float4*>(sKb + i * kLdF + d4) = make_float4(kv[0], kv[1], kv[2], kv[3]);
         }
-        *reinterpret_cast<uint2*>(sQg + i * kLdB + d4) = make_uint2(PackBf16(qg[0], qg[1]), PackBf16(qg[2], qg[3]));
+        *reinterpret_cast<uint2*>(smem + Ly::kQg + SwOff(i, d4)) = make_uint2(PackBf16(qg[0], qg[1]), PackBf16(qg[2], qg[3]));
         *reinterpret_cast<uint2*>(sKgam + i * kLdB + d4) = make_uint2(PackBf16(k2g[0], k2g[1]), PackBf16(k2g[2], k2g[3]));
-        *reinterpret_cast<uint2*>(sKg + i * kLdB + d4) = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
+        *reinterpret_cast<uint2*>(smem + Ly::kKg + SwOff(i, d4)) = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
       }
     }
     __syncthreads();
@@ -772,7 +795,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh)
-          *reinterpret_cast<uint32_t*>(sW + (16 * mt + g + 8 * hh) * kLdB + 64 * nh + 8 * nt + 2 * t) =
+          *reinterpret_cast<uint32_t*>(smem + Ly::kW + SwOff(16 * mt + g + 8 * hh, 64 * nh + 8 * nt + 2 * t)) =
               PackBf16(acc[nt][2 * hh], acc[nt][2 * hh + 1]);
     }
     {
@@ -801,6 +824,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
                 PackBf16(acc[np][hf][2 * hh], acc[np][hf][2 * hh + 1]);
       }
     }
+    FenceProxyAsync();  // W, Qg, Kg, Aqk (st.shared) -> the scan's wgmma reads
     __syncthreads();
     mark(4);
     if (c + 1 < nchunks) issue_v(c + 1);  // v is dead until the next chunk
@@ -808,25 +832,28 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
 
     // ---- the scan: V_new^T = U^T - S^T W^T;  O^T = S^T Qg^T + V_new^T Aqk^T;
     //      S^T = S^T Diag(gamma) + V_new^T Kg --------------------------------------------------------
+    // wgmma, a warpgroup per 64 rows of S^T: S^T and V_new^T are the A operands from registers
+    // (mma.sync's fragment layout, which wgmma's register A shares), W, Qg, Aqk (K-major) and Kg
+    // (MN-major) the B operands from the swizzled tiles.
     if (warp < kScanWarps) {
       const int vl = 16 * warp;
-      float pw[8][4] = {}, o[8][4] = {};
+      auto desc_k = [&](int region, int ks) { return Sw128Desc(SmemAddr(smem + region) + Sw128KStep(ks, kSwBlock), 16, 1024); };
+      uint32_t a[8][4];  // S^T as bf16 A fragments over the 8 steps of 16 d
 #pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        const uint32_t a[4] = {PackBf16(st[2 * ks][0], st[2 * ks][1]), PackBf16(st[2 * ks][2], st[2 * ks][3]),
-                               PackBf16(st[2 * ks + 1][0], st[2 * ks + 1][1]),
-                               PackBf16(st[2 * ks + 1][2], st[2 * ks + 1][3])};
+      for (int ks = 0; ks < 8; ++ks)
+        a[ks][0] = PackBf16(st[2 * ks][0], st[2 * ks][1]), a[ks][1] = PackBf16(st[2 * ks][2], st[2 * ks][3]),
+        a[ks][2] = PackBf16(st[2 * ks + 1][0], st[2 * ks + 1][1]), a[ks][3] = PackBf16(st[2 * ks + 1][2], st[2 * ks + 1][3]);
+      float pw[8][4], o[8][4];
+      WgmmaFence();
 #pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          uint32_t bw[4], bq[4];
-          LoadBNK(bw, sW, kLdB, 16 * np, 16 * ks, lane);
-          LoadBNK(bq, sQg, kLdB, 16 * np, 16 * ks, lane);
-          Mma(pw[2 * np], a, bw[0], bw[1]);
-          Mma(pw[2 * np + 1], a, bw[2], bw[3]);
-          Mma(o[2 * np], a, bq[0], bq[1]);
-          Mma(o[2 * np + 1], a, bq[2], bq[3]);
-        }
-      }
+      for (int ks = 0; ks < 8; ++ks) Wgmma64x64Rs(pw, a[ks], desc_k(Ly::kW, ks), ks);
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) Wgmma64x64Rs(o, a[ks], desc_k(Ly::kQg, ks), ks);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      FenceOperands(pw);
+      FenceOperands(o);
+      FenceOperands(a);
       uint32_t vb[4][4];  // V_new^T as bf16 A fragments over the 4 token blocks
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
@@ -837,15 +864,22 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         vb[nt >> 1][2 * (nt & 1)] = PackBf16(u0.x - pw[nt][0], u0.y - pw[nt][1]);
         vb[nt >> 1][2 * (nt & 1) + 1] = PackBf16(u1.x - pw[nt][2], u1.y - pw[nt][3]);
       }
+      WgmmaFence();
 #pragma unroll
-      for (int np = 0; np < 4; ++np)
+      for (int kt = 0; kt < 4; ++kt) Wgmma64x64Rs(o, vb[kt], desc_k(Ly::kAqk, kt), 1);
+      WgmmaCommit();
 #pragma unroll
-        for (int kt = 0; kt <= np; ++kt) {  // Aqk is lower triangular
-          uint32_t ba[4];
-          LoadBNK(ba, sAqk, kLd64, 16 * np, 16 * kt, lane);
-          Mma(o[2 * np], vb[kt], ba[0], ba[1]);
-          Mma(o[2 * np + 1], vb[kt], ba[2], ba[3]);
-        }
+      for (int nt = 0; nt < 16; ++nt) {
+        const float2 gm = *reinterpret_cast<const float2*>(sGam + 8 * nt + 2 * t);
+        st[nt][0] *= gm.x, st[nt][1] *= gm.y, st[nt][2] *= gm.x, st[nt][3] *= gm.y;
+      }
+      WgmmaFence();
+#pragma unroll
+      for (int kt = 0; kt < 4; ++kt)
+        Wgmma64x128RsMnB(st, vb[kt], Sw128Desc(SmemAddr(smem + Ly::kKg) + kt * 16 * 128, kSwBlock, 1024), 1);
+      WgmmaCommit();
+      WgmmaWait<1>();
+      FenceOperands(o);
       // o rows (tokens) of this chunk, through a per-warp transposition for 16-byte stores
       const int64_t obase = b * p.o_st[0] + t0 * p.o_st[1] + h * p.o_st[2] + v0 + vl;
       if (p.out_bf16) {
@@ -874,20 +908,9 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
             if (r < rows) out[obase + r * p.o_st[1] + g + 8 * (e >> 1)] = o[nt][e];
           }
       }
-#pragma unroll
-      for (int nt = 0; nt < 16; ++nt) {
-        const float2 gm = *reinterpret_cast<const float2*>(sGam + 8 * nt + 2 * t);
-        st[nt][0] *= gm.x, st[nt][1] *= gm.y, st[nt][2] *= gm.x, st[nt][3] *= gm.y;
-      }
-#pragma unroll
-      for (int kt = 0; kt < 4; ++kt)
-#pragma unroll
-        for (int np = 0; np < 8; ++np) {
-          uint32_t bk[4];
-          LoadBKN(bk, sKg, kLdB, 16 * kt, 16 * np, lane);
-          Mma(st[2 * np], vb[kt], bk[0], bk[1]);
-          Mma(st[2 * np + 1], vb[kt], bk[2], bk[3]);
-        }
+      WgmmaWait<0>();
+      FenceOperands(st);
+      FenceOperands(vb);
     }
     mark(5);
   }
@@ -906,7 +929,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
 
 template <int BV>
 cudaError_t Launch(const Params& p, cudaStream_t stream) {
-  constexpr int kBytes = Layout<BV>::kBytes;
+  constexpr int kBytes = Layout<BV>::kBytes + 1024;  // and 1 KiB to align the swizzled tiles
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
     if (cudaError_t e = cudaFuncSetAttribute(FusedKernel<BV>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
