@@ -549,6 +549,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
   float* sAnc = reinterpret_cast<float*>(smem + Ly::kAnc);
   float* sRn = reinterpret_cast<float*>(smem + Ly::kRn);
+  float* sTot = reinterpret_cast<float*>(smem + Ly::kLA);  // [8][128]: each warp's G increase (P1)
   float* sF = reinterpret_cast<float*>(smem + Ly::kF);
   auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
   auto* sUt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kUt);
@@ -597,8 +598,11 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   // The gate's increment of G (log2 units) for raw x, with the constants folded:
   // lower_bound sigmoid(a (x + dtb)) log2e = lbl / (1 + 2^{c1 x + c0}).
   const float a_log = p.gate != KDA_GATE_LOG_DECAY && p.A_log ? __expf(p.A_log[h]) : 1.f;
-  const float dtb = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + (tid & 127)] : 0.f;
-  const float c1 = -a_log * kLog2e, c0 = c1 * dtb, lbl = p.lower_bound * kLog2e;
+  float dtb[4], c0[4];  // channels 4 lane .. +3
+  const float c1 = -a_log * kLog2e, lbl = p.lower_bound * kLog2e;
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    dtb[e] = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + 4 * lane + e] : 0.f, c0[e] = c1 * dtb[e];
 
   // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
   // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan.
@@ -630,31 +634,45 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     __syncthreads();  // chunk c's inputs landed; the previous chunk's scan is done with everything
     mark(0);
 
-    // ---- P1a: gate activation and chunk-local cumsum (log2 units) by channel, the block anchors;
-    //      the row norms of q and k; beta ---------------------------------------------------------
-    const int d1 = tid & 127, half = tid >> 7;  // channel d1, rows 32 half .. +32
-    // Every shared-memory load of a loop is issued before its first store: the compiler cannot
-    // move a load above a store to the same array, so load-store-load chains pay the load latency
-    // once per row; staged, they pay it once per loop.
-    float a[32];
+    // ---- P1: the gate and its cumsum G (log2 units), the block anchors, the row norms of q and k,
+    //      beta; then, per element once: Qa = q^ 2^{G - a_r}, Ka = k^ 2^{G - a_r}, Kb = k^ 2^{z_r - G}
+    //      (tf32, for P2; q^ and k^ the normalised rows) and the scan's Qg = scale q^ 2^G,
+    //      Kg = k^ 2^{G_last - G}, K 2^G (bf16). Warp w: block r = w / 2, rows 16r + 8(w % 2) + it,
+    //      channels 4 lane .. +3; G stays in registers, the warps' totals meet in sTot. -------------
+    const int r = warp >> 1, i0 = 16 * r + 8 * (warp & 1), d4 = 4 * lane;
+    float Gv[8][4];  // the gate's increments, then G
+    uint2 qr[8], kr[8];
     {
-      const float* gf = reinterpret_cast<const float*>(sGraw) + 32 * half * 128 + d1;
-      const __nv_bfloat16* gb = reinterpret_cast<const __nv_bfloat16*>(sGraw) + 32 * half * 128 + d1;
 #pragma unroll
-      for (int i = 0; i < 32; ++i) a[i] = p.g_bf16 ? __bfloat162float(gb[i * 128]) : gf[i * 128];
-      const int lim = rows - 32 * half;  // rows of this half in the sequence
+      for (int it = 0; it < 8; ++it) {
+        float4 x;
+        if (p.g_bf16) x = Bf16x4(*reinterpret_cast<const uint2*>(reinterpret_cast<const __nv_bfloat16*>(sGraw) + (i0 + it) * 128 + d4));
+        else x = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(sGraw) + (i0 + it) * 128 + d4);
+        Gv[it][0] = x.x, Gv[it][1] = x.y, Gv[it][2] = x.z, Gv[it][3] = x.w;
+      }
       auto cumsum = [&](auto increment) {
-        float run = 0.f;
 #pragma unroll
-        for (int i = 0; i < 32; ++i) {
-          run += i < lim ? increment(a[i]) : 0.f;
-          a[i] = run;
+        for (int e = 0; e < 4; ++e) {
+          float run = 0.f;
+#pragma unroll
+          for (int it = 0; it < 8; ++it) {
+            run += i0 + it < rows ? increment(Gv[it][e], e) : 0.f;
+            Gv[it][e] = run;
+          }
         }
       };
-      if (p.gate == KDA_GATE_LOWER_BOUND_SIGMOID) cumsum([&](float x) { return lbl * Rcp(1.f + Ex2(fmaf(x, c1, c0))); });
-      else if (p.gate == KDA_GATE_SOFTPLUS) cumsum([&](float x) { return -a_log * kLog2e * Softplus(x + dtb); });
-      else cumsum([](float x) { return x * kLog2e; });
-      if (!half) sLA[d1] = a[31];  // the lower half's total, which the upper half's rows add
+      if (p.gate == KDA_GATE_LOWER_BOUND_SIGMOID)
+        cumsum([&](float x, int e) { return lbl * Rcp(1.f + Ex2(fmaf(x, c1, c0[e]))); });
+      else if (p.gate == KDA_GATE_SOFTPLUS)
+        cumsum([&](float x, int e) { return -a_log * kLog2e * Softplus(x + dtb[e]); });
+      else
+        cumsum([](float x, int) { return x * kLog2e; });
+      *reinterpret_cast<float4*>(sTot + warp * 128 + d4) = make_float4(Gv[7][0], Gv[7][1], Gv[7][2], Gv[7][3]);
+#pragma unroll
+      for (int it = 0; it < 8; ++it) {  // R3 is overwritten by Kb after the next barrier but one
+        qr[it] = *reinterpret_cast<const uint2*>(sQraw + (i0 + it) * kLdQK + d4);
+        kr[it] = *reinterpret_cast<const uint2*>(sKraw + (i0 + it) * kLdQK + d4);
+      }
     }
     if (p.l2norm) {  // row (tid >> 2) of q (tid & 1 == 0) or k, channels in eight 8-wide groups of
                      // parity (tid >> 1) & 1; k starts two groups later, so a quarter warp's reads
@@ -682,42 +700,47 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       if (c + 1 < nchunks) beta_next = load_beta(c + 1);  // consumed a chunk from now
     }
     __syncthreads();
+    // G = this warp's prefix plus the totals of the warps before it; z_r and G_last from the totals.
+    float Av[4], Zv[4], Lv[4];
     bool exact;
     {
-      const float off = half ? sLA[d1] : 0.f;
+      float off[4] = {}, run[4] = {};
 #pragma unroll
-      for (int i = 0; i < 32; ++i) sG[(32 * half + i) * kLdF + d1] = a[i] + off;
-      // anchors: a_r (first row of block r) at [r], z_r (last row) at [4 + r]
-      sAnc[(2 * half) * 128 + d1] = a[0] + off, sAnc[(2 * half + 1) * 128 + d1] = a[16] + off;
-      sAnc[(4 + 2 * half) * 128 + d1] = a[15] + off, sAnc[(5 + 2 * half) * 128 + d1] = a[31] + off;
-      if (half) sGam[d1] = Ex2(a[31] + off);
-      exact = __syncthreads_or(a[0] - a[15] > kExactSpan || a[16] - a[31] > kExactSpan);
-    }
-
-    // ---- P1b: per element, once: Qa = q^ 2^{G - a_r}, Ka = k^ 2^{G - a_r}, Kb = k^ 2^{z_r - G} (tf32,
-    //      for P2; q^ and k^ the normalised rows), and the scan's Qg = scale q^ 2^G, Kg = k^ 2^{G_last - G},
-    //      K 2^G (bf16). Warp w: block r = w / 2, rows 16r + 8(w % 2) + it, channels 4 lane .. +3. All
-    //      reads first (R3's raw q and k are overwritten by Kb), a barrier, then the writes. ----------
-    {
-      const int r = warp >> 1, i0 = 16 * r + 8 * (warp & 1), d4 = 4 * lane;
-      uint2 qr[8], kr[8];
-      float4 gr[8];
+      for (int w = 0; w < 8; ++w) {
+        const float4 x = *reinterpret_cast<const float4*>(sTot + w * 128 + d4);
+        run[0] += x.x, run[1] += x.y, run[2] += x.z, run[3] += x.w;
 #pragma unroll
-      for (int it = 0; it < 8; ++it) {
-        qr[it] = *reinterpret_cast<const uint2*>(sQraw + (i0 + it) * kLdQK + d4);
-        kr[it] = *reinterpret_cast<const uint2*>(sKraw + (i0 + it) * kLdQK + d4);
-        gr[it] = *reinterpret_cast<const float4*>(sG + (i0 + it) * kLdF + d4);
+        for (int e = 0; e < 4; ++e) {
+          if (w == warp - 1) off[e] = run[e];
+          if (w == 2 * r + 1) Zv[e] = run[e];
+        }
       }
-      const float4 A = *reinterpret_cast<const float4*>(sAnc + r * 128 + d4);
-      const float4 Z = *reinterpret_cast<const float4*>(sAnc + (4 + r) * 128 + d4);
-      const float4 GL = *reinterpret_cast<const float4*>(sAnc + 7 * 128 + d4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        Lv[e] = run[e];
+#pragma unroll
+        for (int it = 0; it < 8; ++it) Gv[it][e] += off[e];
+      }
+      bool steep = false;
+      if (!(warp & 1)) {  // the block's first row is ours: a_r
+#pragma unroll
+        for (int e = 0; e < 4; ++e) Av[e] = Gv[0][e], steep = steep || Av[e] - Zv[e] > kExactSpan;
+        *reinterpret_cast<float4*>(sAnc + r * 128 + d4) = make_float4(Av[0], Av[1], Av[2], Av[3]);
+        *reinterpret_cast<float4*>(sAnc + (4 + r) * 128 + d4) = make_float4(Zv[0], Zv[1], Zv[2], Zv[3]);
+      }
+      if (warp == 7) *reinterpret_cast<float4*>(sGam + d4) = make_float4(Ex2(Lv[0]), Ex2(Lv[1]), Ex2(Lv[2]), Ex2(Lv[3]));
+      exact = __syncthreads_or(steep);
+      if (warp & 1) {
+        const float4 x = *reinterpret_cast<const float4*>(sAnc + r * 128 + d4);
+        Av[0] = x.x, Av[1] = x.y, Av[2] = x.z, Av[3] = x.w;
+      }
+    }
+    {
       for (int x = tid; x < kTiles * 128; x += kThreads) {  // F of tile (rr, cc): 2^{a_rr - z_cc}
         int rr, cc;
         TileOf(x >> 7, rr, cc);
         sF[x] = Ex2(sAnc[rr * 128 + (x & 127)] - sAnc[(4 + cc) * 128 + (x & 127)]);
       }
-      __syncthreads();
-      const float Av[4] = {A.x, A.y, A.z, A.w}, Zv[4] = {Z.x, Z.y, Z.z, Z.w}, Lv[4] = {GL.x, GL.y, GL.z, GL.w};
       float pq[4], pk[4], pe[4];  // scale 2^{a_r}, 2^{a_r}, 2^{G_last - z_r}
 #pragma unroll
       for (int e = 0; e < 4; ++e) pk[e] = Ex2(Av[e]), pq[e] = p.scale * pk[e], pe[e] = Ex2(Lv[e] - Zv[e]);
@@ -728,13 +751,12 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         const float4 q4 = Bf16x4(qr[it]), k4 = Bf16x4(kr[it]);
         const float qv[4] = {q4.x * rq, q4.y * rq, q4.z * rq, q4.w * rq};
         const float kv[4] = {k4.x * rk, k4.y * rk, k4.z * rk, k4.w * rk};
-        const float Gv[4] = {gr[it].x, gr[it].y, gr[it].z, gr[it].w};
         float qg[4], k2g[4], kg[4];
         if (!exact) {
           uint32_t qa[4], ka[4], kb[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float e1 = Ex2(Gv[e] - Av[e]), e2 = Ex2(Zv[e] - Gv[e]);  // both <= 1
+            const float e1 = Ex2(Gv[it][e] - Av[e]), e2 = Ex2(Zv[e] - Gv[it][e]);  // both <= 1
             const float fq = qv[e] * e1, fk = kv[e] * e1, fb = kv[e] * e2;
             qa[e] = RoundTf32(fq), ka[e] = RoundTf32(fk), kb[e] = RoundTf32(fb);
             qg[e] = fq * pq[e], k2g[e] = fk * pk[e], kg[e] = fb * pe[e];
@@ -742,12 +764,13 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
           *reinterpret_cast<uint4*>(sQa + i * kLdF + d4) = make_uint4(qa[0], qa[1], qa[2], qa[3]);
           *reinterpret_cast<uint4*>(sKa + i * kLdF + d4) = make_uint4(ka[0], ka[1], ka[2], ka[3]);
           *reinterpret_cast<uint4*>(sKb + i * kLdF + d4) = make_uint4(kb[0], kb[1], kb[2], kb[3]);
-        } else {  // keep G; q^ and k^ in fp32 for GatedTile and ExactTile
+        } else {  // G, q^ and k^ in fp32 for GatedTile and ExactTile
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float e0 = Ex2(Gv[e]), e3 = Ex2(Lv[e] - Gv[e]);  // both <= 1
+            const float e0 = Ex2(Gv[it][e]), e3 = Ex2(Lv[e] - Gv[it][e]);  // both <= 1
             qg[e] = p.scale * qv[e] * e0, k2g[e] = kv[e] * e0, kg[e] = kv[e] * e3;
           }
+          *reinterpret_cast<float4*>(sG + i * kLdF + d4) = make_float4(Gv[it][0], Gv[it][1], Gv[it][2], Gv[it][3]);
           *reinterpret_cast<float4*>(sKa + i * kLdF + d4) = make_float4(qv[0], qv[1], qv[2], qv[3]);
           *reinterpret_cast<float4*>(sKb + i * kLdF + d4) = make_float4(kv[0], kv[1], kv[2], kv[3]);
         }
