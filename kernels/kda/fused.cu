@@ -454,12 +454,10 @@ __device__ __forceinline__ void StoreAiBlock(float* sLA, const AbOut& ab, const 
 // Akk = (I + L)^{-1}: the four 16x16 diagonal blocks by forward substitution (fp32), then the 32x32
 // block formula [[A, 0], [C, D]]^{-1} = [[A^-1, 0], [-D^-1 C A^-1, D^-1]] in three stages of 16x16
 // tf32 products (FLA's solve_tril precision), four warps, scratch blocks X in sX.
-// Barrier among the first `threads` threads (id 1; id 0 is __syncthreads).
-__device__ __forceinline__ void BarrierLow(int threads) {
-  asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
-}
-
-// Run by warps 0-3 only (their own barriers); writes Ab (P4's operand) block by block.
+// Warps 0-3 compute, every warp takes the barriers (the others have nothing to do meanwhile; a
+// named barrier over warps 0-3 alone made compute-sanitizer's racecheck report the inverse's Ab
+// writes against P4's reads, across the __syncthreads between them). Writes Ab (P4's operand)
+// block by block.
 template <int BV>
 __device__ void Invert(unsigned char* smem, int tid) {
   using Ly = Layout<BV>;
@@ -487,7 +485,7 @@ __device__ void Invert(unsigned char* smem, int tid) {
       ab.lo[(o + i) * kLd64 + o + col] = __float2bfloat16_rn(x[i] * bc - __bfloat162float(hi));
     }
   }
-  BarrierLow(128);
+  __syncthreads();
   float* X = sX;  // X[0] = X_20, X[1] = X_21, X[2] = X_30, X[3] = X_31 (X = C A^-1); 4, 5 scratch
   auto Xb = [&](int i) { return X + i * 16 * 17; };
   float acc[2][4] = {};
@@ -503,7 +501,7 @@ __device__ void Invert(unsigned char* smem, int tid) {
     BlockMma(acc, LBlk{sLA, warp, 1}, AiBlk{sLA, 1, 1}, lane);
     StoreX(Xb(warp == 2 ? 1 : 3), acc, lane);
   }
-  BarrierLow(128);
+  __syncthreads();
   if (warp < 2) {  // X_r0 = L_r0 Ai_00 + L_r1 Ai_10  (r = 2, 3)
     const int r = 2 + warp;
     float x0[2][4] = {};
@@ -511,7 +509,7 @@ __device__ void Invert(unsigned char* smem, int tid) {
     BlockMma(x0, LBlk{sLA, r, 1}, AiBlk{sLA, 1, 0}, lane);
     StoreX(Xb(2 * warp), x0, lane);
   }
-  BarrierLow(128);
+  __syncthreads();
   if (warp < 4) {  // Ai_2c = -Ai_22 X_2c;  Ai_3c = -(Ai_32 X_2c + Ai_33 X_3c)  (c = 0, 1)
     const int r = warp < 2 ? 2 : 3, c = warp & 1;
     float res[2][4] = {};
@@ -790,7 +788,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     CpAsyncCommit();
 
     // ---- P3: Ab = Akk diag(beta) split into bf16 hi + lo, Akk = (I + L)^{-1} (warps 0-3) ---------
-    if (warp < 4) Invert<BV>(smem, tid);
+    Invert<BV>(smem, tid);
     __syncthreads();
     mark(3);
 
