@@ -10,14 +10,15 @@
 // pipeline below that (AutoVariant in kda_gpu.cuh, by measurement).
 //
 // Tiles and why:
-//   - 256 threads (8 warps), one CTA per SM (~216 KB of shared memory, BV = 128), up to 255
+//   - 256 threads (8 warps), one CTA per SM (~220 KB of shared memory, BV = 128), up to 255
 //     registers a thread: the scan keeps a 16 x 128 fp32 slice of the state per warp (64 registers).
-//   - The scan is TRANSPOSED so that every warp owns 16 rows v of S^T [V][K] and needs no other
-//     warp: V_new^T = U^T - S^T W^T, O^T = S^T Qg^T + V_new^T Aqk^T, S^T = S^T Diag(gamma) +
-//     V_new^T Kg. S^T is the A operand of the first two products straight from its accumulator
-//     registers, V_new^T the A operand of the last two, both bf16 as FLA's h and v_new (splitting
-//     the state into bf16 hi + lo cost 20% of the scan and moved no check's error by more than 2%);
-//     the state accumulates in fp32. W, Qg, Aqk and Kg are read by ldmatrix from shared memory.
+//   - The scan is TRANSPOSED so that every warpgroup owns 64 rows v of S^T [V][K] and needs no
+//     other: V_new^T = U^T - S^T W^T, O^T = S^T Qg^T + V_new^T Aqk^T, S^T = S^T Diag(gamma) +
+//     V_new^T Kg, on wgmma. S^T is the register A operand of the first two products straight from
+//     its accumulators, V_new^T that of the last two, both bf16 as FLA's h and v_new (splitting the
+//     state into bf16 hi + lo cost 20% of the scan and moved no check's error by more than 2%); the
+//     state accumulates in fp32. W, Qg, Aqk (K-major) and Kg (MN-major) are 128-byte-swizzled
+//     tiles; on mma.sync with ldmatrix the scan took 6.4k cycles a chunk, on wgmma 4.3k.
 //   - Every exponential and conversion happens once per element (P1b): with anchors a_r (G of block
 //     r's first row) and z_r (its last row), Qa = q^ 2^{G-a_r}, Ka = k^ 2^{G-a_r} and Kb = k^ 2^{z_r-G}
 //     (tf32, q^ and k^ the l2-normalised rows in fp32) give every tile of Aqk and L (the 10 lower
@@ -148,6 +149,7 @@ __device__ __forceinline__ void LoadRows(unsigned char* dst, int dst_stride, con
     CpAsync16Z(dst + r * dst_stride + c, src + (in ? r : 0) * src_stride + c, in);
   }
 }
+// D[16x8] += A[16x8] B[8x8], tf32: a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4); b0 (k t, n g),
 // b1 (k t+4, n g); d as for bf16.
 __device__ __forceinline__ void MmaTf32(float* d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                         uint32_t b0, uint32_t b1) {
@@ -194,7 +196,6 @@ __device__ __forceinline__ float Sigmoid(float x) { return __fdividef(1.f, 1.f +
 __device__ __forceinline__ float Softplus(float x) {
   return x > 20.f ? x : (x < -15.f ? __expf(x) : __logf(1.f + __expf(x)));
 }
-
 
 // ---- P2: the lower 16x16 tiles of Aqk and L ------------------------------------------------------
 // Tile t = r (r + 1) / 2 + c is (r, c), c <= r. Rows i = 16r + g (+8) and columns j = 16c + 8nt + g
@@ -329,7 +330,6 @@ __device__ __forceinline__ void ExactTile(unsigned char* smem, int r, int lane, 
   const float* sK = reinterpret_cast<const float*>(smem + Ly::kR3);
   const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
   float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
-  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
   const int a = 16 * r;
   for (int pi = lane; pi < 256; pi += 32) {
     const int i = a + (pi >> 4), j = a + (pi & 15);
@@ -413,7 +413,8 @@ __device__ __forceinline__ void BlockMma(float (*acc)[4], const A& a, const B& b
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks) {
     const int k = 8 * ks + t;
-    const uint32_t a0 = RoundTf32(a(g, k)), a1 = RoundTf32(a(g + 8, k)), a2 = RoundTf32(a(g, k + 4)), a3 = RoundTf32(a(g + 8, k + 4));
+    const uint32_t a0 = RoundTf32(a(g, k)), a1 = RoundTf32(a(g + 8, k));
+    const uint32_t a2 = RoundTf32(a(g, k + 4)), a3 = RoundTf32(a(g + 8, k + 4));
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
       MmaTf32(acc[nt], a0, a1, a2, a3, RoundTf32(bm(k, 8 * nt + g)), RoundTf32(bm(k + 4, 8 * nt + g)));
@@ -544,12 +545,10 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   auto* sKgam = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKgam);
   auto* sV = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kV);
   float* sBeta = reinterpret_cast<float*>(smem + Ly::kBeta);
-  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
   float* sAnc = reinterpret_cast<float*>(smem + Ly::kAnc);
   float* sRn = reinterpret_cast<float*>(smem + Ly::kRn);
   float* sTot = reinterpret_cast<float*>(smem + Ly::kLA);  // [8][128]: each warp's G increase (P1)
   float* sF = reinterpret_cast<float*>(smem + Ly::kF);
-  auto* sAqk = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk);
   auto* sUt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kUt);
   float* sGam = reinterpret_cast<float*>(smem + Ly::kGam);
 

@@ -30,9 +30,9 @@ enum class Variant { kAuto, kFused1, kFused2, kTwoStage };
 kda_status FwdVariant(const kda_fwd_params* p, void* stream, Variant variant);
 // kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md,
 // 2026-12-04): the fused kernel's time hardly depends on its CTA count while they fit (one CTA a
-// head: 1.69 ms at H96, 1.74 at H64), so where N*H heads leave SMs idle, two CTAs a head (V split)
-// take over if they fill >= 80% of the SMs (H64: 1.454 ms against 1.680 for the chunk-parallel
-// prepare plus scan), and the two-stage pipeline below that (H48: 1.379 against 1.463; H32: 0.929).
+// head: 1.53 ms at H96 and at H64), so where N*H heads leave SMs idle, two CTAs a head (V split)
+// take over if they fill >= 80% of the SMs (H64: 1.396 ms against 1.690 for the chunk-parallel
+// prepare plus scan), and the two-stage pipeline below that (H48: 1.370 against 1.379; H32: 0.918).
 inline Variant AutoVariant(int N, int H, int sms) {
   const int64_t ctas2 = int64_t(N) * H * 2;
   if (ctas2 > sms) return Variant::kFused1;
