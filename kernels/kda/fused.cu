@@ -85,7 +85,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kExactSpan = 110.f;  // lower_bound >= -5 spans at most 15 x 7.21 = 108.2
 
 // Shared memory, by phase (a region is reused once what it held is dead):
-//   R1  G fp32 -> Qa (P1b, in place) -> Ab hi, Ab lo and W (P3, P4)
+//   R1  Qa (P1b; G in an exact chunk) -> Ab hi, Ab lo and W (P3, P4)
 //   R2  raw g -> Ka (P1b)            R3  raw q, k -> Kb (P1b); both refilled for the next chunk after P2
 //   Aqk region: anchors and row norms (P1) before Aqk (P2);  Ut region: F (P1b, P2), X (P3), U^T (P4)
 //   LA and K 2^G together: Ot (the scan's output transposition)
@@ -632,7 +632,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     mark(0);
 
     // ---- P1: the gate and its cumsum G (log2 units), the block anchors, the row norms of q and k,
-    //      beta; then, per element once: Qa = q^ 2^{G - a_r}, Ka = k^ 2^{G - a_r}, Kb = k^ 2^{z_r - G}
+    //      beta (P1a); then (P1b), per element once: Qa = q^ 2^{G - a_r}, Ka = k^ 2^{G - a_r}, Kb = k^ 2^{z_r - G}
     //      (tf32, for P2; q^ and k^ the normalised rows) and the scan's Qg = scale q^ 2^G,
     //      Kg = k^ 2^{G_last - G}, K 2^G (bf16). Warp w: block r = w / 2, rows 16r + 8(w % 2) + it,
     //      channels 4 lane .. +3; G stays in registers, the warps' totals meet in sTot. -------------
@@ -732,7 +732,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         Av[0] = x.x, Av[1] = x.y, Av[2] = x.z, Av[3] = x.w;
       }
     }
-    {
+    {  // P1b
       for (int x = tid; x < kTiles * 128; x += kThreads) {  // F of tile (rr, cc): 2^{a_rr - z_cc}
         int rr, cc;
         TileOf(x >> 7, rr, cc);
