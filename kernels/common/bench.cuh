@@ -75,4 +75,29 @@ std::vector<float> TimeEach(cudaStream_t st, int iters, const L2Flush& flush, La
   return ms;
 }
 
+// launch() (its work enqueued on st) captured once as a CUDA graph; Replay() enqueues all of it with
+// one launch, as a model that runs under CUDA graphs would (no host launch cost between kernels).
+class CapturedGraph {
+ public:
+  template <typename Launch>
+  CapturedGraph(cudaStream_t st, Launch&& launch) : st_(st) {
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    launch();
+    CK(cudaStreamEndCapture(st, &graph_));
+    CK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  ~CapturedGraph() {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  void Replay() const { CK(cudaGraphLaunch(exec_, st_)); }
+
+ private:
+  cudaStream_t st_;
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+};
+
 }  // namespace longhaul::kernels

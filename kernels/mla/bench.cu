@@ -112,16 +112,13 @@ int main(int argc, char** argv) {
       }
     CK(cudaStreamSynchronize(st));
     p.seqlens_host = nullptr;  // the graph replays without host state
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    if (mla_fwd(&p, st) != MLA_OK) return 2;
-    CK(cudaStreamEndCapture(st, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
+    const CapturedGraph graph(st, [&] {
+      if (mla_fwd(&p, st) != MLA_OK) std::exit(2);
+    });
     double spread = 0;  // of the last timing, us
     auto time = [&](bool use_graph) {
       auto launch = [&] {
-        if (use_graph) CK(cudaGraphLaunch(exec, st));
+        if (use_graph) graph.Replay();
         else if (mla_fwd(&p, st) != MLA_OK) std::exit(2);
       };
       for (int i = 0; i < 2; ++i) launch();
@@ -177,8 +174,6 @@ int main(int argc, char** argv) {
       }
     }
     std::fflush(stdout);
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
     for (void* ptr : {(void*)q, (void*)kv, (void*)o, (void*)lse, (void*)bt, (void*)sl, ws}) CK(cudaFree(ptr));
   }
   std::printf("\ntargets (issue 5): B1 H64 s_q1 <= 6 us, s_q4 <= 10 us; B128 H16 >= 4.0 TB/s; B128 H128 s_q1 >= 640 "
