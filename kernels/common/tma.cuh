@@ -35,6 +35,23 @@ __device__ __forceinline__ void BulkLoad(uint32_t smem, const void* gmem, int by
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem),
                "l"(gmem), "r"(bytes), "r"(bar) : "memory");
 }
+// bytes (a multiple of 16, both addresses 16-byte aligned) shared -> global, in the thread's current
+// bulk group (BulkCommit closes it). The shared bytes must have been fenced (FenceProxyAsync) and
+// may be overwritten only after BulkWaitRead; the global writes are done after BulkWait.
+__device__ __forceinline__ void BulkStore(void* gmem, uint32_t smem, int bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem), "r"(smem), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void BulkCommit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until at most N of this thread's bulk groups still read shared memory.
+template <int N>
+__device__ __forceinline__ void BulkWaitRead() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void BulkWait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
 // The box of a rank-4 tensor map at coordinates (x innermost, y, z, w) -> shared, completing on bar.
 // Elements outside the tensor arrive as zeros and count towards the bytes. `map` must be a
 // __grid_constant__ kernel parameter (or in global or constant memory).

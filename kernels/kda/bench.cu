@@ -2,15 +2,17 @@
 // activated in the kernel (lower_bound -5 sigmoid with A_log and dt_bias), L2 norm of q and k and
 // sigmoid of beta in the kernel, fp32 initial and final state, bf16 q/k/v/g/beta/o, K = V = 128.
 // Random inputs (never zeros), warm-up, then the median of --iters CUDA-event timings of one kda_fwd
-// each, L2 flushed before every timed call by writing a 256 MB buffer, no host sync inside the loop.
-// Times the fused kernel with one and with two CTAs a head and the two-stage pipeline, each in the
-// same run on the same inputs; kda_fwd's pick (AutoVariant) is marked *.
+// each (eager launches, or BENCH_GRAPH=1: each call one launch of a CUDA graph that holds it), L2
+// flushed before every timed call by writing a 256 MB buffer, no host sync inside the loop.
+// Times every variant (the fused kernel with one and with two CTAs a head, the two-stage pipeline,
+// prep + scan with one and two CTAs a head in the scan), each in the same run on the same inputs;
+// kda_fwd's pick (AutoVariant) is marked *.
 // Bytes: compulsory traffic = q, k, v, g, beta read + o written (bf16) + h0 read + hT written (fp32);
 // floor = bytes / 4.3 TB/s (the device-to-device copy ceiling measured on this H200, anchors.md).
 //
 // Usage: bench [iters=30]
 // Environment: BENCH_SHAPES=013 runs only those shapes (indices into the list in main);
-// BENCH_JSON=1 times the fused kernel alone (one CTA a head) and prints the metrics protocol's lines
+// BENCH_JSON=1 times kda_fwd alone (its pick of variant) and prints the metrics protocol's lines
 // (docs/metrics-protocol.md): time_ms for the first shape run, time_ms_<index> for each.
 #include <cuda_runtime.h>
 
@@ -34,11 +36,17 @@ struct Shape {
 
 struct Row {
   std::string name;
-  double ms1, ms2, ms_two, bytes;
+  double ms1, ms2, ms_two, ms_ps1, ms_ps2, bytes;
   longhaul::kda::Variant chosen;  // what kda_fwd picks (AutoVariant)
   double Chosen() const {
     using longhaul::kda::Variant;
-    return chosen == Variant::kTwoStage ? ms_two : chosen == Variant::kFused2 ? ms2 : ms1;
+    switch (chosen) {
+      case Variant::kTwoStage: return ms_two;
+      case Variant::kFused2: return ms2;
+      case Variant::kPrepScan1: return ms_ps1;
+      case Variant::kPrepScan2: return ms_ps2;
+      default: return ms1;
+    }
   }
 };
 
@@ -60,6 +68,8 @@ int main(int argc, char** argv) {
   };
   const std::string picked = getenv("BENCH_SHAPES") ? getenv("BENCH_SHAPES") : "0123";
   const bool json = getenv("BENCH_JSON") != nullptr;
+  const bool graphs = getenv("BENCH_GRAPH") != nullptr && std::string(getenv("BENCH_GRAPH")) != "0";
+  if (graphs) std::printf("each call one CUDA-graph launch\n");
   const L2Flush flush;
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
@@ -124,35 +134,48 @@ int main(int argc, char** argv) {
     using longhaul::kda::Variant;
     double spread = 0;  // of the last variant timed
     auto time_variant = [&](Variant variant) {
-      for (int i = 0; i < 3; ++i)
+      auto launch = [&] {
         if (longhaul::kda::FwdVariant(&p, st, variant) != KDA_OK) {
           std::fprintf(stderr, "kda_fwd: %s\n", kda_last_error());
           std::exit(2);
         }
-      const std::vector<float> ms = TimeEach(st, iters, flush, [&] { longhaul::kda::FwdVariant(&p, st, variant); });
+      };
+      for (int i = 0; i < 3; ++i) launch();
+      CK(cudaStreamSynchronize(st));
+      std::vector<float> ms;
+      if (graphs) {
+        const CapturedGraph graph(st, launch);
+        graph.Replay();
+        ms = TimeEach(st, iters, flush, [&] { graph.Replay(); });
+      } else {
+        ms = TimeEach(st, iters, flush, launch);
+      }
       spread = HalfIqr(ms);
       return Median(ms);
     };
     Row r;
     r.name = sh.name;
-    r.ms1 = time_variant(Variant::kFused1);
-    if (json) {
+    r.chosen = longhaul::kda::AutoVariant(N, sh.H, prop.multiProcessorCount);
+    if (json) {  // kda_fwd alone (its pick), for a longhaul search
+      const double ms = time_variant(r.chosen);
       if (table.empty())
-        std::printf("{\"metric\": \"time_ms\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", r.ms1, spread, iters);
-      std::printf("{\"metric\": \"time_ms_%zu\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", si, r.ms1, spread,
+        std::printf("{\"metric\": \"time_ms\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", ms, spread, iters);
+      std::printf("{\"metric\": \"time_ms_%zu\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", si, ms, spread,
                   iters);
-      r.ms2 = r.ms_two = 0;
+      r.ms1 = r.ms2 = r.ms_two = r.ms_ps1 = r.ms_ps2 = ms;
     } else {
+      r.ms1 = time_variant(Variant::kFused1);
       r.ms_two = time_variant(Variant::kTwoStage);
       r.ms2 = time_variant(Variant::kFused2);
+      r.ms_ps1 = time_variant(Variant::kPrepScan1);
+      r.ms_ps2 = time_variant(Variant::kPrepScan2);
     }
-    r.chosen = longhaul::kda::AutoVariant(N, sh.H, prop.multiProcessorCount);
     r.bytes = double(NK) * 2 * 3 /*q k g*/ + double(NV) * 2 * 2 /*v o*/ + double(BT) * sh.H * 2 /*beta*/ +
               double(NS) * 4 * 2 /*h0 hT*/;
     if (!json) {
       const double ms = r.Chosen();
-      std::printf("%-26s kda_fwd %.3f ms (fused, 1 CTA a head %.3f, 2: %.3f; two-stage %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
-                  r.name.c_str(), ms, r.ms1, r.ms2, r.ms_two, r.bytes / ms / 1e9,
+      std::printf("%-26s kda_fwd %.3f ms (fused, 1 CTA a head %.3f, 2: %.3f; two-stage %.3f; prep+scan 1: %.3f, 2: %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
+                  r.name.c_str(), ms, r.ms1, r.ms2, r.ms_two, r.ms_ps1, r.ms_ps2, r.bytes / ms / 1e9,
                   r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
       std::fflush(stdout);
     }
@@ -162,7 +185,7 @@ int main(int argc, char** argv) {
     if (getenv("KDA_PROFILE")) {
       unsigned long long* prof;
       CK(cudaMalloc(&prof, 7 * 8));
-      for (Variant var : {Variant::kFused1, Variant::kFused2}) {
+      for (Variant var : {Variant::kFused1, Variant::kFused2, Variant::kPrepScan1}) {
         CK(cudaMemset(prof, 0, 7 * 8));
         longhaul::kda::SetProfileBuffer(prof);
         if (longhaul::kda::FwdVariant(&p, st, var) != KDA_OK) std::exit(2);
@@ -171,7 +194,7 @@ int main(int argc, char** argv) {
         CK(cudaMemcpy(hp, prof, sizeof hp, cudaMemcpyDeviceToHost));
         const double nc = double(hp[6]);
         std::printf("  profile %s, cycles a chunk: wait %.0f  P1 %.0f  P2 %.0f  P3 %.0f  P4 %.0f  scan %.0f\n",
-                    var == Variant::kFused1 ? "1 CTA a head " : "2 CTAs a head", hp[0] / nc, hp[1] / nc,
+                    var == Variant::kFused1 ? "1 CTA a head " : var == Variant::kFused2 ? "2 CTAs a head" : "prep alone   ", hp[0] / nc, hp[1] / nc,
                     hp[2] / nc, hp[3] / nc, hp[4] / nc, hp[5] / nc);
       }
       CK(cudaFree(prof));
@@ -198,14 +221,15 @@ int main(int argc, char** argv) {
       if (ptr) CK(cudaFree(ptr));
   }
   if (json) return 0;
-  std::printf("\n| shape | kda_fwd ms | fused, 1 CTA a head | fused, 2 CTAs a head | two-stage | compulsory MB | TB/s | floor ms | x floor |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("\n| shape | kda_fwd ms | fused, 1 CTA a head | fused, 2 CTAs a head | two-stage | prep+scan, 1 | prep+scan, 2 | compulsory MB | TB/s | floor ms | x floor |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   using longhaul::kda::Variant;
   for (const Row& r : table) {
     const double ms = r.Chosen();
     auto mark = [&](Variant v) { return r.chosen == v ? "*" : ""; };
-    std::printf("| %s | %.3f | %.3f%s | %.3f%s | %.3f%s | %.0f | %.2f | %.3f | %.2f |\n", r.name.c_str(), ms, r.ms1,
-                mark(Variant::kFused1), r.ms2, mark(Variant::kFused2), r.ms_two, mark(Variant::kTwoStage),
+    std::printf("| %s | %.3f | %.3f%s | %.3f%s | %.3f%s | %.3f%s | %.3f%s | %.0f | %.2f | %.3f | %.2f |\n", r.name.c_str(), ms,
+                r.ms1, mark(Variant::kFused1), r.ms2, mark(Variant::kFused2), r.ms_two, mark(Variant::kTwoStage), r.ms_ps1,
+                mark(Variant::kPrepScan1), r.ms_ps2, mark(Variant::kPrepScan2),
                 r.bytes / 1e6, r.bytes / ms / 1e9, r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
   }
   return 0;

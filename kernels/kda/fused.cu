@@ -1,13 +1,15 @@
-// kda/fused.cu: the KDA forward in one kernel. One CTA per (sequence, head, slice of BV value
-// columns) walks its sequence chunk after chunk; for each 64-token chunk it first prepares the
-// chunk's matrices in shared memory (what prepare.cu wrote to a workspace), then advances the
-// state (what scan.cu did). Nothing goes through global memory but the inputs, o and the states.
+// kda/fused.cu: the KDA forward's kernels. FusedKernel: one CTA per (sequence, head, slice of BV
+// value columns) walks its sequence chunk after chunk; for each 64-token chunk it first prepares the
+// chunk's matrices in shared memory (what prepare.cu wrote to a workspace), then advances the state
+// (what scan.cu did). Nothing goes through global memory but the inputs, o and the states.
 //
-// Why one kernel: the two-stage design moves 74 KB of workspace per (chunk, head) out and back in,
-// ~0.6 GB at B1 T8192 H64, which alone costs more than the inputs (0.7 GB); fused, the floor is the
-// inputs' 0.16 ms. With two V slices a head (NV = 2) the preparation runs twice; kda_fwd uses this
-// kernel with NV = 1 where N*H fills the GPU, NV = 2 where 2 N*H nearly does, and the two-stage
-// pipeline below that (AutoVariant in kda_gpu.cuh, by measurement).
+// One kernel costs the preparation's ~17k cycles a chunk on the sequential path of every head, and
+// where N*H heads leave SMs idle, those SMs idle. The prep + scan variant instead runs the same
+// preparation chunk-parallel on every SM (FusedKernel<kV, true>), storing each chunk's scan operands
+// as they lie in shared memory (76 KB, the chunk's "image"), and then ScanKernel walks the images with
+// the state on chip (one or two CTAs a head). The images cost ~1.25 GB of traffic at B1 T8192 H64
+// (0.26 ms at 4.8 TB/s) and buy 64 heads the whole GPU: 0.89 against 1.41 ms. kda_fwd picks between
+// them by measurement (AutoVariant in kda_gpu.cuh).
 //
 // Tiles and why:
 //   - 256 threads (8 warps), one CTA per SM (~220 KB of shared memory, BV = 128), up to 255
@@ -63,6 +65,15 @@
 namespace longhaul::kda::gpu {
 namespace {
 using kernels::FenceOperands;
+using kernels::BarInit;
+using kernels::BarInitFence;
+using kernels::BarWait;
+using kernels::BarArriveExpectTx;
+using kernels::BulkCommit;
+using kernels::BulkLoad;
+using kernels::BulkStore;
+using kernels::BulkWait;
+using kernels::BulkWaitRead;
 using kernels::FenceProxyAsync;
 using kernels::Sw128Desc;
 using kernels::Sw128KStep;
@@ -129,6 +140,10 @@ struct Layout {
   static_assert(kRn + 128 * 4 <= kUt, "anchors and norms fit in Aqk");
   static_assert(kTiles * 128 * 4 <= BV * kLd64 * 2 && 6 * 16 * 17 * 4 <= BV * kLd64 * 2, "F and X fit in U^T");
   static_assert(8 * kC * kLdOt * 2 <= kC * kLdLA * 4 + kC * kLdB * 2, "Ot fits in LA and K 2^G");
+  // The prep + scan variant's image (kda_gpu.cuh) is W, then [Qg, Kg, Aqk, U^T] as they lie here.
+  static_assert(kImgQg == 2 * kSwBlock && kKg == kQg + 2 * kSwBlock && kAqk == kKg + 2 * kSwBlock &&
+                    kImgUt - kImgQg == kUt - kQg && kImgGam - kImgUt == gpu::kV * kLd64 * 2,
+                "the chunk image mirrors this layout");
 };
 
 __device__ __forceinline__ void CpAsync16Z(void* smem, const void* gmem, bool in) {
@@ -520,13 +535,136 @@ __device__ void Invert(unsigned char* smem, int tid) {
   }
 }
 
+// Where one chunk's scan operands live in shared memory (the fused kernel's regions, or one stage of
+// ScanKernel's ring).
+struct ScanOps {
+  const unsigned char *w, *qg, *kg, *aqk;  // 128-byte-swizzled bf16 tiles
+  const __nv_bfloat16* ut;                  // U^T [BV][kLd64]
+  const float* gam;                         // 2^{G_last} [128]
+  __nv_bfloat16* ot;                        // [8 warps][64][kLdOt]: the output's transposition
+};
+
+// ---- the scan of one chunk: V_new^T = U^T - S^T W^T;  O^T = S^T Qg^T + V_new^T Aqk^T;
+//      S^T = S^T Diag(gamma) + V_new^T Kg --------------------------------------------------------
+// wgmma, a warpgroup per 64 rows of S^T: S^T and V_new^T are the A operands from registers
+// (mma.sync's fragment layout, which wgmma's register A shares), W, Qg, Aqk (K-major) and Kg
+// (MN-major) the B operands from the swizzled tiles. Warps 0 .. BV/16 - 1; st is the warp's state
+// slice (see FusedKernel), o rows [t0, t0 + rows) of the sequence's batch row b.
+template <int BV>
+__device__ __forceinline__ void ScanChunk(const Params& p, const ScanOps& ops, float (&st)[16][4], int b, int h, int v0,
+                                          int64_t t0, int rows, int warp, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  const int vl = 16 * warp;
+  auto desc_k = [&](const unsigned char* tile, int ks) { return Sw128Desc(SmemAddr(tile) + Sw128KStep(ks, kSwBlock), 16, 1024); };
+  uint32_t a[8][4];  // S^T as bf16 A fragments over the 8 steps of 16 d
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks)
+    a[ks][0] = PackBf16(st[2 * ks][0], st[2 * ks][1]), a[ks][1] = PackBf16(st[2 * ks][2], st[2 * ks][3]),
+    a[ks][2] = PackBf16(st[2 * ks + 1][0], st[2 * ks + 1][1]), a[ks][3] = PackBf16(st[2 * ks + 1][2], st[2 * ks + 1][3]);
+  float pw[8][4], o[8][4];
+  WgmmaFence();
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks) Wgmma64x64Rs(pw, a[ks], desc_k(ops.w, ks), ks);
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks) Wgmma64x64Rs(o, a[ks], desc_k(ops.qg, ks), ks);
+  WgmmaCommit();
+  WgmmaWait<0>();
+  FenceOperands(pw);
+  FenceOperands(o);
+  FenceOperands(a);
+  uint32_t vb[4][4];  // V_new^T as bf16 A fragments over the 4 token blocks
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    const float2 u0 = __bfloat1622float2(
+        *reinterpret_cast<const __nv_bfloat162*>(ops.ut + (vl + g) * kLd64 + 8 * nt + 2 * t));
+    const float2 u1 = __bfloat1622float2(
+        *reinterpret_cast<const __nv_bfloat162*>(ops.ut + (vl + g + 8) * kLd64 + 8 * nt + 2 * t));
+    vb[nt >> 1][2 * (nt & 1)] = PackBf16(u0.x - pw[nt][0], u0.y - pw[nt][1]);
+    vb[nt >> 1][2 * (nt & 1) + 1] = PackBf16(u1.x - pw[nt][2], u1.y - pw[nt][3]);
+  }
+  WgmmaFence();
+#pragma unroll
+  for (int kt = 0; kt < 4; ++kt) Wgmma64x64Rs(o, vb[kt], desc_k(ops.aqk, kt), 1);
+  WgmmaCommit();
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt) {
+    const float2 gm = *reinterpret_cast<const float2*>(ops.gam + 8 * nt + 2 * t);
+    st[nt][0] *= gm.x, st[nt][1] *= gm.y, st[nt][2] *= gm.x, st[nt][3] *= gm.y;
+  }
+  WgmmaFence();
+#pragma unroll
+  for (int kt = 0; kt < 4; ++kt)
+    Wgmma64x128RsMnB(st, vb[kt], Sw128Desc(SmemAddr(ops.kg) + kt * 16 * 128, kSwBlock, 1024), 1);
+  WgmmaCommit();
+  WgmmaWait<1>();
+  FenceOperands(o);
+  // o rows (tokens) of this chunk, through a per-warp transposition for 16-byte stores
+  const int64_t obase = b * p.o_st[0] + t0 * p.o_st[1] + h * p.o_st[2] + v0 + vl;
+  if (p.out_bf16) {
+    __nv_bfloat16* ot = ops.ot + warp * kC * kLdOt;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        ot[(8 * nt + 2 * t + (e & 1)) * kLdOt + g + 8 * (e >> 1)] = __float2bfloat16_rn(o[nt][e]);
+    __syncwarp();
+    auto* out = static_cast<__nv_bfloat16*>(p.o);
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int pi = lane + 32 * x, r = pi >> 1, hf = pi & 1;
+      if (r < rows)
+        *reinterpret_cast<uint4*>(out + obase + r * p.o_st[1] + 8 * hf) =
+            *reinterpret_cast<const uint4*>(ot + r * kLdOt + 8 * hf);
+    }
+  } else {
+    auto* out = static_cast<float*>(p.o);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = 8 * nt + 2 * t + (e & 1);
+        if (r < rows) out[obase + r * p.o_st[1] + g + 8 * (e >> 1)] = o[nt][e];
+      }
+  }
+  WgmmaWait<0>();
+  FenceOperands(st);
+  FenceOperands(vb);
+}
+
 __device__ __forceinline__ float Rcp(float x) {
   float y;
   asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
 
-template <int BV>
+// The state slice S^T [16 v][128 d] of one scan warp, rows v0 .. v0 + 15 of (sequence n, head h):
+// st[nt] holds rows v = v0 + g (+8), columns d = 8 nt + 2t (+1), as mma accumulators. The state in
+// memory is [N][H][K][V], or [N][H][V][K] with p.v_first. Zero without h0 or where !active.
+__device__ __forceinline__ size_t StateAt(const Params& p, int n, int h, int v, int d) {
+  return (size_t(n) * p.H + h) * kK * kV + (p.v_first ? size_t(v) * kK + d : size_t(d) * kV + v);
+}
+__device__ __forceinline__ void LoadState(const Params& p, int n, int h, int v0, int lane, bool active, float (&st)[16][4]) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      st[nt][e] = active && p.h0 ? p.h0[StateAt(p, n, h, v0 + g + 8 * (e >> 1), 8 * nt + 2 * t + (e & 1))] : 0.f;
+}
+__device__ __forceinline__ void StoreState(const Params& p, int n, int h, int v0, int lane, const float (&st)[16][4]) {
+  if (!p.hT) return;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) p.hT[StateAt(p, n, h, v0 + g + 8 * (e >> 1), 8 * nt + 2 * t + (e & 1))] = st[nt][e];
+}
+
+// kPrep: only the chunk-parallel preparation (BV = 128): CTA part * N * H + (sequence, head) prepares
+// chunks [part, part + 1) * p.part_chunks of its sequence and stores each chunk's scan operands to its
+// image in the workspace, for ScanKernel. Parts are the slowest index so that the CTAs the GPU starts
+// last are last parts, which are short when sequences differ in length.
+template <int BV, bool kPrep>
 __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   using Ly = Layout<BV>;
   constexpr int kNV = kV / BV;
@@ -553,12 +691,18 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   float* sGam = reinterpret_cast<float*>(smem + Ly::kGam);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-  const int vs = blockIdx.x % kNV, h = (blockIdx.x / kNV) % p.H, n = blockIdx.x / (kNV * p.H);
+  static_assert(!kPrep || BV == kV, "the preparation builds U^T for every V column");
+  const int cta = kPrep ? blockIdx.x % (p.N * p.H) : blockIdx.x;
+  const int vs = cta % kNV, h = (cta / kNV) % p.H, n = cta / (kNV * p.H);
   const int v0 = vs * BV;
   int64_t bos = 0, len = p.T;
   int b = n;
   if (p.cu) bos = p.cu[n], len = p.cu[n + 1] - p.cu[n], b = 0;
-  const int nchunks = int((len + kC - 1) / kC);
+  // This CTA's chunks: [c_first, nchunks) of the sequence.
+  const int c_first = kPrep ? int(blockIdx.x / (p.N * p.H)) * p.part_chunks : 0;
+  const int nchunks = kPrep ? min(int((len + kC - 1) / kC), c_first + p.part_chunks) : int((len + kC - 1) / kC);
+  if (kPrep && c_first >= nchunks) return;
+  const int chunk0 = kPrep ? GetSeq(p, n).chunk0 : 0;  // the sequence's first record in the workspace
   auto rows_of = [&](int c) { return int(len - int64_t(c) * kC < kC ? len - int64_t(c) * kC : kC); };
 
   // Row t0 of (b, h) of a [B, T, H, .] tensor, as bytes.
@@ -579,18 +723,9 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     LoadRows<BV * 2>(smem + Ly::kV, Ly::kLdV * 2, row0(p.v, p.v_st, t0, 2) + v0 * 2, p.v_st[1] * 2, rows_of(c), tid);
   };
 
-  // The state slice S^T [16 v][128 d] of this warp (scan warps only): st[nt] holds rows v = 16 warp
-  // + g (+8), columns d = 8 nt + 2t (+1), as mma accumulators.
   constexpr int kScanWarps = BV / 16;
-  // Element (v, d) of the state is at state_off + v sv + d sd.
-  const size_t sv = p.v_first ? kK : 1, sd = p.v_first ? 1 : kV;
-  const size_t state_off = (size_t(n) * p.H + h) * kK * kV + (v0 + 16 * warp + g) * sv + 2 * t * sd;
   float st[16][4];
-#pragma unroll
-  for (int nt = 0; nt < 16; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      st[nt][e] = p.h0 && warp < kScanWarps ? p.h0[state_off + 8 * (e >> 1) * sv + (8 * nt + (e & 1)) * sd] : 0.f;
+  LoadState(p, n, h, v0 + 16 * warp, lane, !kPrep && warp < kScanWarps, st);
 
   // The gate's increment of G (log2 units) for raw x, with the constants folded:
   // lower_bound sigmoid(a (x + dtb)) log2e = lbl / (1 + 2^{c1 x + c0}).
@@ -602,7 +737,8 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     dtb[e] = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + 4 * lane + e] : 0.f, c0[e] = c1 * dtb[e];
 
   // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
-  // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan.
+  // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan
+  // (prep alone: the image's store until it has left shared memory).
   long long prof[6] = {}, tick = clock64();
   auto mark = [&](int phase) {
     if (p.prof && tid == 0) {
@@ -618,17 +754,23 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
                        : static_cast<const float*>(p.beta)[off];
   };
   float beta_next = 0.f;
-  if (nchunks > 0) {
-    issue_qkg(0);
-    issue_v(0);
+  if (c_first < nchunks) {  // (an empty sequence only passes h0 to hT)
+    issue_qkg(c_first);
     CpAsyncCommit();
-    if (tid < kC) beta_next = load_beta(0);
+    issue_v(c_first);
+    CpAsyncCommit();
+    if (tid < kC) beta_next = load_beta(c_first);
   }
-  for (int c = 0; c < nchunks; ++c) {
+  for (int c = c_first; c < nchunks; ++c) {
     const int64_t t0 = bos + int64_t(c) * kC;
     const int rows = rows_of(c);
-    CpAsyncWait<0>();
-    __syncthreads();  // chunk c's inputs landed; the previous chunk's scan is done with everything
+    if (kPrep && tid == 0) BulkWaitRead<1>();  // the previous chunk's image but W and U^T left shared memory
+    if (kPrep) mark(5);                          // (prep alone: [5] is the image's store)
+    // The cp.async groups in flight are q, k, g of chunk c and v of chunk c, in that order: P1 needs
+    // the first, P4 the second, so v's load overlaps P1 to P3 (when prep alone issued it right
+    // after P4, every chunk waited ~3.4k cycles for it here).
+    CpAsyncWait<1>();
+    __syncthreads();  // chunk c's q, k, g landed; the previous chunk's scan is done with everything
     mark(0);
 
     // ---- P1: the gate and its cumsum G (log2 units), the block anchors, the row norms of q and k,
@@ -726,6 +868,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         *reinterpret_cast<float4*>(sAnc + (4 + r) * 128 + d4) = make_float4(Zv[0], Zv[1], Zv[2], Zv[3]);
       }
       if (warp == 7) *reinterpret_cast<float4*>(sGam + d4) = make_float4(Ex2(Lv[0]), Ex2(Lv[1]), Ex2(Lv[2]), Ex2(Lv[3]));
+      if (kPrep && tid == 0) BulkWaitRead<0>();  // W and U^T too: P1b overwrites them
       exact = __syncthreads_or(steep);
       if (warp & 1) {
         const float4 x = *reinterpret_cast<const float4*>(sAnc + r * 128 + d4);
@@ -776,18 +919,34 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         *reinterpret_cast<uint2*>(smem + Ly::kKg + SwOff(i, d4)) = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
       }
     }
+    // Prep alone stores each part of the chunk's image as soon as it is final, so that the copies
+    // out of shared memory (~4k cycles for all of it at once) run under the next phases: Qg and Kg
+    // now, Aqk and gamma after P2, W and U^T after P4; a region is rewritten only after the
+    // BulkWaitRead above that covers it.
+    auto store_image = [&](int offset, const unsigned char* from, int bytes, bool commit) {
+      if (kPrep && tid == 0) {
+        BulkStore(p.img + (size_t(chunk0 + c) * p.H + h) * kImgBytes + offset, SmemAddr(from), bytes);
+        if (commit) BulkCommit();
+      }
+    };
+    if (kPrep) FenceProxyAsync();
     __syncthreads();
+    store_image(kImgQg, smem + Ly::kQg, 4 * kSwBlock, true);
     mark(1);
 
     // ---- P2: the Aqk and L tiles ---------------------------------------------------------------
     BuildTiles<BV>(smem, exact, warp, lane, p.scale);
+    if (kPrep) FenceProxyAsync();
     __syncthreads();
+    store_image(kImgQg + 4 * kSwBlock, smem + Ly::kAqk, kSwBlock, false);
+    store_image(kImgGam, smem + Ly::kGam, kK * 4, true);
     mark(2);
     if (c + 1 < nchunks) issue_qkg(c + 1);  // R2 and R3 are dead until the next chunk
     CpAsyncCommit();
 
     // ---- P3: Ab = Akk diag(beta) split into bf16 hi + lo, Akk = (I + L)^{-1} (warps 0-3) ---------
     Invert<BV>(smem, tid);
+    CpAsyncWait<1>();  // v of chunk c (q, k, g of chunk c + 1 may be in flight)
     __syncthreads();
     mark(3);
 
@@ -850,121 +1009,123 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     if (c + 1 < nchunks) issue_v(c + 1);  // v is dead until the next chunk
     CpAsyncCommit();
 
-    // ---- the scan: V_new^T = U^T - S^T W^T;  O^T = S^T Qg^T + V_new^T Aqk^T;
-    //      S^T = S^T Diag(gamma) + V_new^T Kg --------------------------------------------------------
-    // wgmma, a warpgroup per 64 rows of S^T: S^T and V_new^T are the A operands from registers
-    // (mma.sync's fragment layout, which wgmma's register A shares), W, Qg, Aqk (K-major) and Kg
-    // (MN-major) the B operands from the swizzled tiles.
-    if (warp < kScanWarps) {
-      const int vl = 16 * warp;
-      auto desc_k = [&](int region, int ks) { return Sw128Desc(SmemAddr(smem + region) + Sw128KStep(ks, kSwBlock), 16, 1024); };
-      uint32_t a[8][4];  // S^T as bf16 A fragments over the 8 steps of 16 d
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks)
-        a[ks][0] = PackBf16(st[2 * ks][0], st[2 * ks][1]), a[ks][1] = PackBf16(st[2 * ks][2], st[2 * ks][3]),
-        a[ks][2] = PackBf16(st[2 * ks + 1][0], st[2 * ks + 1][1]), a[ks][3] = PackBf16(st[2 * ks + 1][2], st[2 * ks + 1][3]);
-      float pw[8][4], o[8][4];
-      WgmmaFence();
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) Wgmma64x64Rs(pw, a[ks], desc_k(Ly::kW, ks), ks);
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) Wgmma64x64Rs(o, a[ks], desc_k(Ly::kQg, ks), ks);
-      WgmmaCommit();
-      WgmmaWait<0>();
-      FenceOperands(pw);
-      FenceOperands(o);
-      FenceOperands(a);
-      uint32_t vb[4][4];  // V_new^T as bf16 A fragments over the 4 token blocks
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const float2 u0 = __bfloat1622float2(
-            *reinterpret_cast<const __nv_bfloat162*>(sUt + (vl + g) * kLd64 + 8 * nt + 2 * t));
-        const float2 u1 = __bfloat1622float2(
-            *reinterpret_cast<const __nv_bfloat162*>(sUt + (vl + g + 8) * kLd64 + 8 * nt + 2 * t));
-        vb[nt >> 1][2 * (nt & 1)] = PackBf16(u0.x - pw[nt][0], u0.y - pw[nt][1]);
-        vb[nt >> 1][2 * (nt & 1) + 1] = PackBf16(u1.x - pw[nt][2], u1.y - pw[nt][3]);
-      }
-      WgmmaFence();
-#pragma unroll
-      for (int kt = 0; kt < 4; ++kt) Wgmma64x64Rs(o, vb[kt], desc_k(Ly::kAqk, kt), 1);
-      WgmmaCommit();
-#pragma unroll
-      for (int nt = 0; nt < 16; ++nt) {
-        const float2 gm = *reinterpret_cast<const float2*>(sGam + 8 * nt + 2 * t);
-        st[nt][0] *= gm.x, st[nt][1] *= gm.y, st[nt][2] *= gm.x, st[nt][3] *= gm.y;
-      }
-      WgmmaFence();
-#pragma unroll
-      for (int kt = 0; kt < 4; ++kt)
-        Wgmma64x128RsMnB(st, vb[kt], Sw128Desc(SmemAddr(smem + Ly::kKg) + kt * 16 * 128, kSwBlock, 1024), 1);
-      WgmmaCommit();
-      WgmmaWait<1>();
-      FenceOperands(o);
-      // o rows (tokens) of this chunk, through a per-warp transposition for 16-byte stores
-      const int64_t obase = b * p.o_st[0] + t0 * p.o_st[1] + h * p.o_st[2] + v0 + vl;
-      if (p.out_bf16) {
-        __nv_bfloat16* ot = sOt + warp * kC * kLdOt;
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            ot[(8 * nt + 2 * t + (e & 1)) * kLdOt + g + 8 * (e >> 1)] = __float2bfloat16_rn(o[nt][e]);
-        __syncwarp();
-        auto* out = static_cast<__nv_bfloat16*>(p.o);
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          const int pi = lane + 32 * x, r = pi >> 1, hf = pi & 1;
-          if (r < rows)
-            *reinterpret_cast<uint4*>(out + obase + r * p.o_st[1] + 8 * hf) =
-                *reinterpret_cast<const uint4*>(ot + r * kLdOt + 8 * hf);
-        }
-      } else {
-        auto* out = static_cast<float*>(p.o);
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int r = 8 * nt + 2 * t + (e & 1);
-            if (r < rows) out[obase + r * p.o_st[1] + g + 8 * (e >> 1)] = o[nt][e];
-          }
-      }
-      WgmmaWait<0>();
-      FenceOperands(st);
-      FenceOperands(vb);
+    if constexpr (kPrep) {
+      store_image(kImgW, smem + Ly::kW, 2 * kSwBlock, false);
+      store_image(kImgUt, smem + Ly::kUt, kV * kLd64 * 2, true);
+    } else if (warp < kScanWarps) {
+      const ScanOps ops{smem + Ly::kW, smem + Ly::kQg, smem + Ly::kKg, smem + Ly::kAqk, sUt, sGam, sOt};
+      ScanChunk<BV>(p, ops, st, b, h, v0, t0, rows, warp, lane);
     }
     mark(5);
   }
   CpAsyncWait<0>();
   if (p.prof && tid == 0) {
     for (int i = 0; i < 6; ++i) atomicAdd(p.prof + i, (unsigned long long)prof[i]);
-    atomicAdd(p.prof + 6, (unsigned long long)nchunks);
+    atomicAdd(p.prof + 6, (unsigned long long)(nchunks - c_first));
   }
-  if (p.hT && warp < kScanWarps)
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        p.hT[state_off + 8 * (e >> 1) * sv + (8 * nt + (e & 1)) * sd] = st[nt][e];
+  if (kPrep && tid == 0) BulkWait<0>();
+  if (!kPrep && warp < kScanWarps) StoreState(p, n, h, v0 + 16 * warp, lane, st);
 }
 
+// The scan alone (the prep + scan variant): CTA (sequence, head, V slice) walks its sequence's chunk
+// images (written by FusedKernel<kV, true>) through a ring of stages in shared memory, one bulk copy
+// each of W..Aqk, its U^T rows and gamma, and applies ScanChunk. BV / 16 warps, all of them scan warps.
 template <int BV>
-cudaError_t Launch(const Params& p, cudaStream_t stream) {
-  constexpr int kBytes = Layout<BV>::kBytes + 1024;  // and 1 KiB to align the swizzled tiles
-  static bool configured = false;  // the attribute is per function and process
+struct ScanRing {
+  static constexpr int kGam = kImgUt + BV * kLd64 * 2;      // the stage's U^T holds this slice's rows
+  static constexpr int kBytesIn = kGam + kK * 4;            // what lands a chunk
+  static constexpr int kStage = Align1k(kBytesIn);
+  static constexpr int kStages = BV == 64 ? 3 : 2;
+  static constexpr int kOt = kStages * kStage;
+  static constexpr int kBar = kOt + (BV / 16) * kC * kLdOt * 2;
+  static constexpr int kBytes = kBar + kStages * 8;
+  static_assert(kBytes + 1024 <= 232448, "over the sm_90 opt-in shared memory (with 1 KiB to align)");
+};
+
+template <int BV>
+__global__ void __launch_bounds__(BV * 2, 1) ScanKernel(const Params p) {
+  using Ring = ScanRing<BV>;
+  constexpr int kNV = kV / BV;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - SmemAddr(smem_raw) % 1024) % 1024);  // the swizzle's alignment
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int vs = blockIdx.x % kNV, h = (blockIdx.x / kNV) % p.H, n = blockIdx.x / (kNV * p.H);
+  const int v0 = vs * BV;
+  const SeqInfo seq = GetSeq(p, n);
+  const int nchunks = int((seq.len + kC - 1) / kC);
+  float st[16][4];
+  LoadState(p, n, h, v0 + 16 * warp, lane, true, st);
+
+  const uint32_t bar0 = SmemAddr(smem + Ring::kBar);
+  if (tid == 0) {
+    for (int s = 0; s < Ring::kStages; ++s) BarInit(bar0 + 8 * s, 1);
+    BarInitFence();
+  }
+  __syncthreads();
+  auto issue = [&](int c) {  // chunk c's operands into stage c % kStages (thread 0)
+    if (c >= nchunks) return;
+    const unsigned char* rec = p.img + (size_t(seq.chunk0 + c) * p.H + h) * kImgBytes;
+    const uint32_t dst = SmemAddr(smem + (c % Ring::kStages) * Ring::kStage), bar = bar0 + 8 * (c % Ring::kStages);
+    BarArriveExpectTx(bar, Ring::kBytesIn);
+    BulkLoad(dst, rec, kImgUt, bar);
+    BulkLoad(dst + kImgUt, rec + kImgUt + v0 * kLd64 * 2, BV * kLd64 * 2, bar);
+    BulkLoad(dst + Ring::kGam, rec + kImgGam, kK * 4, bar);
+  };
+  if (tid == 0)
+    for (int c = 0; c < Ring::kStages; ++c) issue(c);
+  for (int c = 0; c < nchunks; ++c) {
+    BarWait(bar0 + 8 * (c % Ring::kStages), (c / Ring::kStages) & 1);
+    const unsigned char* base = smem + (c % Ring::kStages) * Ring::kStage;
+    const ScanOps ops{base + kImgW, base + kImgQg, base + kImgQg + 2 * kSwBlock, base + kImgQg + 4 * kSwBlock,
+                      reinterpret_cast<const __nv_bfloat16*>(base + kImgUt), reinterpret_cast<const float*>(base + Ring::kGam),
+                      reinterpret_cast<__nv_bfloat16*>(smem + Ring::kOt)};
+    const int64_t left = seq.len - int64_t(c) * kC;
+    ScanChunk<BV>(p, ops, st, seq.b, h, v0, seq.bos + int64_t(c) * kC, left < kC ? int(left) : kC, warp, lane);
+    __syncthreads();  // every warp is done with the stage (ScanChunk waits for its wgmma)
+    if (tid == 0) issue(c + Ring::kStages);
+  }
+  StoreState(p, n, h, v0 + 16 * warp, lane, st);
+}
+
+// kernel<<<ctas, threads, bytes + 1 KiB (to align the swizzled tiles)>>>(p), raising the kernel's
+// shared-memory limit on its first launch (the attribute is per function and process).
+template <auto kernel>
+cudaError_t LaunchWithSmem(unsigned ctas, int threads, int bytes, const Params& p, cudaStream_t stream) {
+  static bool configured = false;
   if (!configured) {
-    if (cudaError_t e = cudaFuncSetAttribute(FusedKernel<BV>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes + 1024);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  FusedKernel<BV><<<unsigned(p.N) * p.H * (kV / BV), kThreads, kBytes, stream>>>(p);
+  kernel<<<ctas, threads, bytes + 1024, stream>>>(p);
   return cudaGetLastError();
+}
+
+template <int BV>
+cudaError_t Launch(const Params& p, cudaStream_t stream) {
+  return LaunchWithSmem<FusedKernel<BV, false>>(unsigned(p.N) * p.H * (kV / BV), kThreads, Layout<BV>::kBytes, p, stream);
+}
+
+template <int BV>
+cudaError_t LaunchPrepScan(Params p, cudaStream_t stream) {
+  const int per_seq = (p.T + kC - 1) / kC;  // no sequence has more chunks
+  p.prep_parts = (per_seq + p.part_chunks - 1) / p.part_chunks;
+  if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.N) * p.H * p.prep_parts, kThreads,
+                                     Layout<kV>::kBytes, p, stream);
+      e != cudaSuccess)
+    return e;
+  return LaunchWithSmem<ScanKernel<BV>>(unsigned(p.N) * p.H * (kV / BV), BV * 2, ScanRing<BV>::kBytes, p, stream);
 }
 
 }  // namespace
 
 cudaError_t LaunchFused(const Params& p, int slices, cudaStream_t stream) {
   return slices == 2 ? Launch<64>(p, stream) : Launch<128>(p, stream);
+}
+
+cudaError_t LaunchPrepScan(const Params& p, int slices, cudaStream_t stream) {
+  return slices == 2 ? LaunchPrepScan<64>(p, stream) : LaunchPrepScan<128>(p, stream);
 }
 
 }  // namespace longhaul::kda::gpu

@@ -1,7 +1,8 @@
 // kda/kda_cuda.cu: the C API (kda.h) on the GPU: kda_fwd_workspace_size and kda_fwd. Validates the
-// parameters (kda_api.h's CheckParams plus this backend's limits) and launches fused.cu, the whole
-// forward in one kernel, or the two-stage pipeline (prepare.cu, then scan.cu over a workspace)
-// where that measured faster (AutoVariant), on the caller's stream.
+// parameters (kda_api.h's CheckParams plus this backend's limits) and launches, on the caller's
+// stream, the variant that measured fastest for the shape (AutoVariant): fused.cu's one-kernel
+// forward, or its preparation on every SM followed by its scan over chunk images in the workspace.
+// The older two-stage pipeline (prepare.cu, then scan.cu) stays selectable for comparison.
 //
 // This backend: K = V = 128, chunk_size 0 or 64, bf16 q/k/v, bf16 or fp32 g/beta/o, rows of q, k,
 // v, g and a bf16 o 16-byte aligned (strides multiples of 8 bf16 or 4 fp32 elements), no GVA.
@@ -92,6 +93,7 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   g.beta_sigmoid = p.flags & KDA_FLAG_BETA_SIGMOID;
   g.neg_eigval = p.flags & KDA_FLAG_ALLOW_NEG_EIGVAL;
   g.ws = gpu::CarveWorkspace(p.workspace, n_ch);
+  g.img = static_cast<unsigned char*>(p.workspace);
   g.prof = g_profile;
   // Diagnostics for timing the prepare kernel's phases (results are wrong when set): bit 0 phase
   // 1b, bit 1 phase 2 (Aqk, L), bit 2 phase 3 (inverse), bit 3 phase 4 (W, U). Compiled in only with
@@ -104,21 +106,26 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
     ClearError();
     return KDA_OK;
   }
-  if (variant == Variant::kAuto) {
-    static const int sms = [] {
-      int dev = 0, n = 0;
-      return cudaGetDevice(&dev) == cudaSuccess &&
-                     cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess
-                 ? n
-                 : 0;
-    }();
-    variant = AutoVariant(g.N, g.H, sms);
-  }
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+                   cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0
+               ? n
+               : 132;
+  }();
+  if (variant == Variant::kAuto) variant = AutoVariant(g.N, g.H, sms);
+  g.part_chunks = PrepPartChunks(g.N * g.H, (g.T + gpu::kC - 1) / gpu::kC, g.cu != nullptr, sms);
   if (variant == Variant::kTwoStage) {
     if (cudaError_t e = gpu::LaunchPrepare(g, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("prepare: ") + cudaGetErrorString(e));
     if (cudaError_t e = gpu::LaunchScan(g, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("scan: ") + cudaGetErrorString(e));
+    ClearError();
+    return KDA_OK;
+  }
+  if (variant == Variant::kPrepScan1 || variant == Variant::kPrepScan2) {
+    if (cudaError_t e = gpu::LaunchPrepScan(g, variant == Variant::kPrepScan2 ? 2 : 1, s); e != cudaSuccess)
+      return SetError(KDA_ERR_CUDA, std::string("prep + scan: ") + cudaGetErrorString(e));
     ClearError();
     return KDA_OK;
   }

@@ -14,6 +14,11 @@
 //   gamma fp32 [128]       2^{G_last}
 // Rows past a tail chunk's length are zero in every matrix, so the scan needs no masks but the
 // output store's. 74,240 bytes per (chunk, head).
+//
+// ---- The prep + scan variant's workspace (fused.cu): one image per (chunk, head), same index, of
+// the fused kernel's scan operands as they lie in its shared memory: W, Qg, Kg [64][128] and
+// Aqk [64][64] bf16 in 128-byte-swizzled 64 x 64 blocks (8 KiB each), U^T bf16 [128][72] (rows v),
+// gamma fp32 [128]. 76,288 bytes per (chunk, head).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -26,17 +31,35 @@
 namespace longhaul::kda {
 // kda_fwd with a choice of kernels, for side-by-side timing: the fused kernel with the V columns of a
 // head in one CTA or two, or as kda_fwd chooses (kAuto); or the two-stage pipeline.
-enum class Variant { kAuto, kFused1, kFused2, kTwoStage };
+// kPrepScan1 / 2: the fused kernel's preparation chunk-parallel over every SM, then its scan alone
+// with one or two CTAs a head.
+enum class Variant { kAuto, kFused1, kFused2, kTwoStage, kPrepScan1, kPrepScan2 };
 kda_status FwdVariant(const kda_fwd_params* p, void* stream, Variant variant);
 // kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md,
-// 2026-12-04): the fused kernel's time hardly depends on its CTA count while they fit (one CTA a
-// head: 1.53 ms at H96 and at H64), so where N*H heads leave SMs idle, two CTAs a head (V split)
-// take over if they fill >= 80% of the SMs (H64: 1.396 ms against 1.690 for the chunk-parallel
-// prepare plus scan), and the two-stage pipeline below that (H48: 1.370 against 1.379; H32: 0.918).
+// 2026-12-04): the fused kernel takes the same time for any CTA count up to one a SM (1.56 ms at
+// T8192, one CTA a head, 21.4k cycles a chunk of which the preparation is 17k), so where N*H heads
+// leave SMs idle, preparing on every SM and then scanning wins (H96: 1.32 against 1.56 ms; H64, with
+// two CTAs a head in the scan: 0.88 against 1.41); at N*H = 128 the fused kernel wins (1.55 against
+// 1.74), as it does for a varlen batch of 6 x 96 heads (1.35 against 1.56).
 inline Variant AutoVariant(int N, int H, int sms) {
-  const int64_t ctas2 = int64_t(N) * H * 2;
-  if (ctas2 > sms) return Variant::kFused1;
-  return ctas2 * 5 >= int64_t(sms) * 4 ? Variant::kFused2 : Variant::kTwoStage;
+  const int64_t heads = int64_t(N) * H;
+  if (2 * heads <= sms) return Variant::kPrepScan2;
+  return heads * 5 <= int64_t(sms) * 4 ? Variant::kPrepScan1 : Variant::kFused1;
+}
+// Chunks a CTA of the prep + scan variant's preparation takes (one CTA an SM, ~19k cycles a chunk, and
+// ~one chunk's worth of start-up and drain a CTA): the count in 8 .. chunks_per_seq with the fewest
+// chunk-times over the waves of CTAs. Varlen (sequence lengths unknown here): 16, short enough that
+// the last CTAs started, last parts of sequences, end close together.
+inline int PrepPartChunks(int64_t heads, int chunks_per_seq, bool varlen, int sms) {
+  if (varlen || chunks_per_seq <= 8) return varlen ? 16 : 8;
+  int best = 8;
+  double best_cost = 1e300;
+  for (int pc = 8; pc <= chunks_per_seq; ++pc) {
+    const int64_t ctas = heads * ((chunks_per_seq + pc - 1) / pc);
+    const double cost = double((ctas + sms - 1) / sms) * (pc + 1);
+    if (cost < best_cost) best = pc, best_cost = cost;
+  }
+  return best;
 }
 // Diagnostics: the fused kernel adds its per-phase clocks ([0..5], fused.cu) and its chunk count ([6])
 // into buf (device memory, 7 counters) on every launch while buf is set; null turns it off.
@@ -49,6 +72,8 @@ constexpr int kC = 64;   // chunk: tokens per step of the scan (FLA's BT)
 constexpr int kBC = 16;  // sub-chunk: the 16x16 tiles of the recentred factorisation (an MMA's M)
 constexpr int kK = 128;  // key dim (the only one built)
 constexpr int kV = 128;  // value dim
+constexpr int kImgW = 0, kImgQg = 2 * kC * 128, kImgUt = 7 * kC * 128, kImgGam = kImgUt + kV * 72 * 2;
+constexpr int kImgBytes = kImgGam + kK * 4;
 
 struct Workspace {
   __nv_bfloat16* Aqk;
@@ -63,8 +88,9 @@ constexpr size_t kAlign = 256;
 inline size_t AlignUp(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 // Bytes for n_ch (chunk, head) records, and the carve-up of base.
 inline size_t WorkspaceBytes(size_t n_ch) {
-  return AlignUp(n_ch * kC * kC * 2) + 3 * AlignUp(n_ch * kC * kK * 2) +
-         AlignUp(n_ch * kK * kC * 2) + AlignUp(n_ch * kK * 4);
+  const size_t two_stage = AlignUp(n_ch * kC * kC * 2) + 3 * AlignUp(n_ch * kC * kK * 2) +
+                           AlignUp(n_ch * kK * kC * 2) + AlignUp(n_ch * kK * 4);
+  return two_stage > n_ch * kImgBytes ? two_stage : n_ch * kImgBytes;
 }
 inline Workspace CarveWorkspace(void* base, size_t n_ch) {
   char* p = static_cast<char*>(base);
@@ -97,6 +123,9 @@ struct Params {
   int gate;              // kda_gate_mode
   bool l2norm, beta_sigmoid, neg_eigval;
   Workspace ws;
+  unsigned char* img;        // the prep + scan variant's chunk images (the same workspace)
+  int part_chunks;           // prep + scan: chunks prepared by one CTA (KDA_PREP_CHUNKS)
+  int prep_parts;            // its CTAs a (sequence, head), set by the launcher
   int skip;              // diagnostics only (env KDA_PREP_SKIP): prepare phases to leave out
   unsigned long long* prof;  // fused.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
@@ -126,6 +155,8 @@ cudaError_t LaunchPrepare(const Params& p, cudaStream_t stream);
 cudaError_t LaunchScan(const Params& p, cudaStream_t stream);
 // fused.cu: the whole forward in one kernel, with the V columns in `slices` (1 or 2) CTAs a head.
 cudaError_t LaunchFused(const Params& p, int slices, cudaStream_t stream);
+// fused.cu: the preparation on all SMs (chunk images to p.img), then the scan with `slices` CTAs a head.
+cudaError_t LaunchPrepScan(const Params& p, int slices, cudaStream_t stream);
 
 // ---- warp-level primitives --------------------------------------------------------------------
 using kernels::Mma;
