@@ -683,8 +683,10 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   auto* sKgam = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKgam);
   auto* sV = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kV);
   float* sBeta = reinterpret_cast<float*>(smem + Ly::kBeta);
-  float* sAnc = reinterpret_cast<float*>(smem + Ly::kAnc);
-  float* sRn = reinterpret_cast<float*>(smem + Ly::kRn);
+  // Prep alone keeps Qg and Kg in no shared memory (they go to the image from registers), so the
+  // anchors and norms move there, out of Aqk's region, which the image's store reads until P1 ends.
+  float* sAnc = reinterpret_cast<float*>(smem + (kPrep ? Ly::kQg : Ly::kAnc));
+  float* sRn = reinterpret_cast<float*>(smem + (kPrep ? Ly::kQg + Ly::kRn - Ly::kAnc : Ly::kRn));
   float* sTot = reinterpret_cast<float*>(smem + Ly::kLA);  // [8][128]: each warp's G increase (P1)
   float* sF = reinterpret_cast<float*>(smem + Ly::kF);
   auto* sUt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kUt);
@@ -738,7 +740,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
 
   // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
   // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan
-  // (prep alone: the image's store until it has left shared memory).
+  // (prep alone: issuing v's loads and the image's stores; [0] then includes the stores' wait).
   long long prof[6] = {}, tick = clock64();
   auto mark = [&](int phase) {
     if (p.prof && tid == 0) {
@@ -764,8 +766,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   for (int c = c_first; c < nchunks; ++c) {
     const int64_t t0 = bos + int64_t(c) * kC;
     const int rows = rows_of(c);
-    if (kPrep && tid == 0) BulkWaitRead<1>();  // the previous chunk's image but W and U^T left shared memory
-    if (kPrep) mark(5);                          // (prep alone: [5] is the image's store)
+    if (kPrep) mark(5);  // (prep alone: [5] issues the image's stores)
     // The cp.async groups in flight are q, k, g of chunk c and v of chunk c, in that order: P1 needs
     // the first, P4 the second, so v's load overlaps P1 to P3 (when prep alone issued it right
     // after P4, every chunk waited ~3.4k cycles for it here).
@@ -867,8 +868,14 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         *reinterpret_cast<float4*>(sAnc + r * 128 + d4) = make_float4(Av[0], Av[1], Av[2], Av[3]);
         *reinterpret_cast<float4*>(sAnc + (4 + r) * 128 + d4) = make_float4(Zv[0], Zv[1], Zv[2], Zv[3]);
       }
-      if (warp == 7) *reinterpret_cast<float4*>(sGam + d4) = make_float4(Ex2(Lv[0]), Ex2(Lv[1]), Ex2(Lv[2]), Ex2(Lv[3]));
-      if (kPrep && tid == 0) BulkWaitRead<0>();  // W and U^T too: P1b overwrites them
+      if (warp == 7) {
+        const float4 gam = make_float4(Ex2(Lv[0]), Ex2(Lv[1]), Ex2(Lv[2]), Ex2(Lv[3]));
+        if constexpr (kPrep)
+          *reinterpret_cast<float4*>(p.img + (size_t(chunk0 + c) * p.H + h) * kImgBytes + kImgGam + 4 * d4) = gam;
+        else
+          *reinterpret_cast<float4*>(sGam + d4) = gam;
+      }
+      if (kPrep && tid == 0) BulkWaitRead<0>();  // the previous chunk's image: P1b and P2 overwrite it
       exact = __syncthreads_or(steep);
       if (warp & 1) {
         const float4 x = *reinterpret_cast<const float4*>(sAnc + r * 128 + d4);
@@ -914,32 +921,37 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
           *reinterpret_cast<float4*>(sKa + i * kLdF + d4) = make_float4(qv[0], qv[1], qv[2], qv[3]);
           *reinterpret_cast<float4*>(sKb + i * kLdF + d4) = make_float4(kv[0], kv[1], kv[2], kv[3]);
         }
-        *reinterpret_cast<uint2*>(smem + Ly::kQg + SwOff(i, d4)) = make_uint2(PackBf16(qg[0], qg[1]), PackBf16(qg[2], qg[3]));
+        const uint2 qg2 = make_uint2(PackBf16(qg[0], qg[1]), PackBf16(qg[2], qg[3]));
+        const uint2 kg2 = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
+        if constexpr (kPrep) {  // straight to the image: the bulk engine has the rest to copy
+          unsigned char* rec = p.img + (size_t(chunk0 + c) * p.H + h) * kImgBytes;
+          *reinterpret_cast<uint2*>(rec + kImgQg + SwOff(i, d4)) = qg2;
+          *reinterpret_cast<uint2*>(rec + kImgQg + 2 * kSwBlock + SwOff(i, d4)) = kg2;
+        } else {
+          *reinterpret_cast<uint2*>(smem + Ly::kQg + SwOff(i, d4)) = qg2;
+          *reinterpret_cast<uint2*>(smem + Ly::kKg + SwOff(i, d4)) = kg2;
+        }
         *reinterpret_cast<uint2*>(sKgam + i * kLdB + d4) = make_uint2(PackBf16(k2g[0], k2g[1]), PackBf16(k2g[2], k2g[3]));
-        *reinterpret_cast<uint2*>(smem + Ly::kKg + SwOff(i, d4)) = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
       }
     }
-    // Prep alone stores each part of the chunk's image as soon as it is final, so that the copies
-    // out of shared memory (~4k cycles for all of it at once) run under the next phases: Qg and Kg
-    // now, Aqk and gamma after P2, W and U^T after P4; a region is rewritten only after the
-    // BulkWaitRead above that covers it.
+    __syncthreads();
+    mark(1);
+    // Prep alone stores the rest of the chunk's image in parts as each becomes final, so that the
+    // copies out of shared memory (~4k cycles for all 76 KB at once) run under the next phases:
+    // Aqk after P2, W and U^T after P4; the next chunk rewrites those regions only after the
+    // BulkWaitRead in its P1. (Qg, Kg and gamma go to global memory from registers.)
     auto store_image = [&](int offset, const unsigned char* from, int bytes, bool commit) {
       if (kPrep && tid == 0) {
         BulkStore(p.img + (size_t(chunk0 + c) * p.H + h) * kImgBytes + offset, SmemAddr(from), bytes);
         if (commit) BulkCommit();
       }
     };
-    if (kPrep) FenceProxyAsync();
-    __syncthreads();
-    store_image(kImgQg, smem + Ly::kQg, 4 * kSwBlock, true);
-    mark(1);
 
     // ---- P2: the Aqk and L tiles ---------------------------------------------------------------
     BuildTiles<BV>(smem, exact, warp, lane, p.scale);
     if (kPrep) FenceProxyAsync();
     __syncthreads();
-    store_image(kImgQg + 4 * kSwBlock, smem + Ly::kAqk, kSwBlock, false);
-    store_image(kImgGam, smem + Ly::kGam, kK * 4, true);
+    store_image(kImgQg + 4 * kSwBlock, smem + Ly::kAqk, kSwBlock, true);
     mark(2);
     if (c + 1 < nchunks) issue_qkg(c + 1);  // R2 and R3 are dead until the next chunk
     CpAsyncCommit();
