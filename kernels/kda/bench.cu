@@ -4,8 +4,8 @@
 // Random inputs (never zeros), warm-up, then the median of --iters CUDA-event timings of one kda_fwd
 // each (eager launches, or BENCH_GRAPH=1: each call one launch of a CUDA graph that holds it), L2
 // flushed before every timed call by writing a 256 MB buffer, no host sync inside the loop.
-// Times every variant (the fused kernel with one and with two CTAs a head, the two-stage pipeline,
-// prep + scan with one and two CTAs a head in the scan), each in the same run on the same inputs;
+// Times every variant (the fused kernel with one and with two CTAs a head, prep + scan with one and
+// two CTAs a head in the scan), each in the same run on the same inputs;
 // kda_fwd's pick (AutoVariant) is marked *.
 // Bytes: compulsory traffic = q, k, v, g, beta read + o written (bf16) + h0 read + hT written (fp32);
 // floor = bytes / 4.3 TB/s (the device-to-device copy ceiling measured on this H200, anchors.md).
@@ -36,12 +36,11 @@ struct Shape {
 
 struct Row {
   std::string name;
-  double ms1, ms2, ms_two, ms_ps1, ms_ps2, bytes;
+  double ms1, ms2, ms_ps1, ms_ps2, bytes;
   longhaul::kda::Variant chosen;  // what kda_fwd picks (AutoVariant)
   double Chosen() const {
     using longhaul::kda::Variant;
     switch (chosen) {
-      case Variant::kTwoStage: return ms_two;
       case Variant::kFused2: return ms2;
       case Variant::kPrepScan1: return ms_ps1;
       case Variant::kPrepScan2: return ms_ps2;
@@ -162,10 +161,9 @@ int main(int argc, char** argv) {
         std::printf("{\"metric\": \"time_ms\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", ms, spread, iters);
       std::printf("{\"metric\": \"time_ms_%zu\", \"value\": %.4f, \"spread\": %.4f, \"samples\": %d}\n", si, ms, spread,
                   iters);
-      r.ms1 = r.ms2 = r.ms_two = r.ms_ps1 = r.ms_ps2 = ms;
+      r.ms1 = r.ms2 = r.ms_ps1 = r.ms_ps2 = ms;
     } else {
       r.ms1 = time_variant(Variant::kFused1);
-      r.ms_two = time_variant(Variant::kTwoStage);
       r.ms2 = time_variant(Variant::kFused2);
       r.ms_ps1 = time_variant(Variant::kPrepScan1);
       r.ms_ps2 = time_variant(Variant::kPrepScan2);
@@ -174,8 +172,8 @@ int main(int argc, char** argv) {
               double(NS) * 4 * 2 /*h0 hT*/;
     if (!json) {
       const double ms = r.Chosen();
-      std::printf("%-26s kda_fwd %.3f ms (fused, 1 CTA a head %.3f, 2: %.3f; two-stage %.3f; prep+scan 1: %.3f, 2: %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
-                  r.name.c_str(), ms, r.ms1, r.ms2, r.ms_two, r.ms_ps1, r.ms_ps2, r.bytes / ms / 1e9,
+      std::printf("%-26s kda_fwd %.3f ms (fused, 1 CTA a head %.3f, 2: %.3f; prep+scan 1: %.3f, 2: %.3f)  %.2f TB/s  floor %.3f ms  x%.2f\n",
+                  r.name.c_str(), ms, r.ms1, r.ms2, r.ms_ps1, r.ms_ps2, r.bytes / ms / 1e9,
                   r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
       std::fflush(stdout);
     }
@@ -221,14 +219,14 @@ int main(int argc, char** argv) {
       if (ptr) CK(cudaFree(ptr));
   }
   if (json) return 0;
-  std::printf("\n| shape | kda_fwd ms | fused, 1 CTA a head | fused, 2 CTAs a head | two-stage | prep+scan, 1 | prep+scan, 2 | compulsory MB | TB/s | floor ms | x floor |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("\n| shape | kda_fwd ms | fused, 1 CTA a head | fused, 2 CTAs a head | prep+scan, 1 | prep+scan, 2 | compulsory MB | TB/s | floor ms | x floor |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   using longhaul::kda::Variant;
   for (const Row& r : table) {
     const double ms = r.Chosen();
     auto mark = [&](Variant v) { return r.chosen == v ? "*" : ""; };
-    std::printf("| %s | %.3f | %.3f%s | %.3f%s | %.3f%s | %.3f%s | %.3f%s | %.0f | %.2f | %.3f | %.2f |\n", r.name.c_str(), ms,
-                r.ms1, mark(Variant::kFused1), r.ms2, mark(Variant::kFused2), r.ms_two, mark(Variant::kTwoStage), r.ms_ps1,
+    std::printf("| %s | %.3f | %.3f%s | %.3f%s | %.3f%s | %.3f%s | %.0f | %.2f | %.3f | %.2f |\n", r.name.c_str(), ms,
+                r.ms1, mark(Variant::kFused1), r.ms2, mark(Variant::kFused2), r.ms_ps1,
                 mark(Variant::kPrepScan1), r.ms_ps2, mark(Variant::kPrepScan2),
                 r.bytes / 1e6, r.bytes / ms / 1e9, r.bytes / (kCeilingTBs * 1e9), ms / (r.bytes / (kCeilingTBs * 1e9)));
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kda/build_gpu.sh: builds the GPU side of kernels/kda into build_gpu/ (ignored by git):
-#   libkda_cuda.so  the C API on the GPU (fused.cu, prepare.cu, scan.cu, kda_cuda.cu + kda_api.cc)
+#   libkda_cuda.so  the C API on the GPU (fused.cu, kda_cuda.cu + kda_api.cc)
 #   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
 #   bench           timings of each kernel variant kda_fwd chooses from
 # Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/kda/build_gpu.sh
@@ -20,12 +20,10 @@ for f in kda_api kda_cpu chunked_reference problem reference; do
   [ "$f" = kda_cpu ] && wait
 done
 wait
-$NVCC $CU -Xptxas -v -c "$SRC/prepare.cu" -o "$OUT/prepare.o" 2> "$OUT/ptxas_prepare.txt" &
-$NVCC $CU -Xptxas -v -c "$SRC/scan.cu" -o "$OUT/scan.o" 2> "$OUT/ptxas_scan.txt" &
-$NVCC $CU -Xptxas -v -c "$SRC/fused.cu" -o "$OUT/fused.o" 2> "$OUT/ptxas_fused.txt"
-wait
+$NVCC $CU -Xptxas -v -c "$SRC/fused.cu" -o "$OUT/fused.o" 2> "$OUT/ptxas_fused.txt" &
 $NVCC $CU -c "$SRC/kda_cuda.cu" -o "$OUT/kda_cuda.o"
-$NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/prepare.o" "$OUT/scan.o" "$OUT/fused.o" "$OUT/kda_cuda.o" \
+wait
+$NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/fused.o" "$OUT/kda_cuda.o" \
   "$OUT/kda_api.o" -o "$OUT/libkda_cuda.so"
 $NVCC $CU "$SRC/gpu_check.cu" "$OUT/kda_cpu.o" "$OUT/chunked_reference.o" "$OUT/problem.o" \
   "$OUT/reference.o" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &

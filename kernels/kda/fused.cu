@@ -1,7 +1,8 @@
 // kda/fused.cu: the KDA forward's kernels. FusedKernel: one CTA per (sequence, head, slice of BV
 // value columns) walks its sequence chunk after chunk; for each 64-token chunk it first prepares the
-// chunk's matrices in shared memory (what prepare.cu wrote to a workspace), then advances the state
-// (what scan.cu did). Nothing goes through global memory but the inputs, o and the states.
+// chunk's matrices in shared memory, then advances the state. Nothing goes through global memory but
+// the inputs, o and the states. (A first two-stage design, a prepare kernel and a scan kernel over a
+// workspace on mma.sync, was deleted on 2026-12-04: prep + scan below replaced it at every shape.)
 //
 // One kernel costs the preparation's ~17k cycles a chunk on the sequential path of every head, and
 // where N*H heads leave SMs idle, those SMs idle. The prep + scan variant instead runs the same

@@ -4,7 +4,7 @@
 // the GPU's o and final state poisoned with NaN before the launch; FLA's metric
 // RMS(out - ref) / RMS(ref) <= 5e-3 for the output and the final state. One line per case; exit 1 on
 // any failure. Each case runs every variant (kda.h's Variant): the fused kernel with one and with
-// two CTAs a head, the two-stage pipeline, and prep + scan with one and with two CTAs a head.
+// two CTAs a head, and prep + scan with one and with two CTAs a head.
 //
 // Usage: gpu_check [seed] [case index]
 #include <cuda_runtime.h>
@@ -174,7 +174,6 @@ static bool RunCase(const Case& c, uint64_t seed) {
   const std::pair<const char*, longhaul::kda::Variant> variants[] = {
       {"fused x1", longhaul::kda::Variant::kFused1},
       {"fused x2", longhaul::kda::Variant::kFused2},
-      {"two-stage", longhaul::kda::Variant::kTwoStage},
       {"prep+scan x1", longhaul::kda::Variant::kPrepScan1},
       {"prep+scan x2", longhaul::kda::Variant::kPrepScan2}};
   bool ok = true;

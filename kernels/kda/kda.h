@@ -97,8 +97,8 @@ typedef struct kda_fwd_params {
   int32_t chunk_size;          /* 0: the backend's default (64). The CPU backend takes any
                                   multiple of 16 (or 1..16); the GPU backend what it supports */
 
-  /* Scratch for the prepare kernel's outputs, device memory for kda_fwd; ignored by the CPU
-   * backend. Size it with kda_fwd_workspace_size; NULL with 0 bytes is fine when that is 0. */
+  /* Scratch for the chunk-parallel preparation's outputs, device memory for kda_fwd; ignored by
+   * the CPU backend. Size it with kda_fwd_workspace_size; NULL with 0 bytes is fine when that is 0. */
   void* workspace;
   size_t workspace_bytes;
 } kda_fwd_params;

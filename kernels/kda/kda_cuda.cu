@@ -2,13 +2,11 @@
 // parameters (kda_api.h's CheckParams plus this backend's limits) and launches, on the caller's
 // stream, the variant that measured fastest for the shape (AutoVariant): fused.cu's one-kernel
 // forward, or its preparation on every SM followed by its scan over chunk images in the workspace.
-// The older two-stage pipeline (prepare.cu, then scan.cu) stays selectable for comparison.
 //
 // This backend: K = V = 128, chunk_size 0 or 64, bf16 q/k/v, bf16 or fp32 g/beta/o, rows of q, k,
 // v, g and a bf16 o 16-byte aligned (strides multiples of 8 bf16 or 4 fp32 elements), no GVA.
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "kda/kda.h"
@@ -73,7 +71,6 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   g.B = p.B, g.T = p.T, g.H = p.H;
   g.N = p.num_seqs > 0 ? p.num_seqs : p.B;
   g.cu = p.num_seqs > 0 ? p.cu_seqlens : nullptr;
-  g.max_chunks = int(MaxChunks(p));
   g.q = p.q, g.k = p.k, g.v = p.v, g.g = p.g, g.beta = p.beta, g.o = p.o;
   for (int i = 0; i < 3; ++i) {
     g.q_st[i] = p.q_stride[i], g.k_st[i] = p.k_stride[i], g.v_st[i] = p.v_stride[i];
@@ -92,15 +89,8 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   g.l2norm = p.flags & KDA_FLAG_L2NORM_QK;
   g.beta_sigmoid = p.flags & KDA_FLAG_BETA_SIGMOID;
   g.neg_eigval = p.flags & KDA_FLAG_ALLOW_NEG_EIGVAL;
-  g.ws = gpu::CarveWorkspace(p.workspace, n_ch);
   g.img = static_cast<unsigned char*>(p.workspace);
   g.prof = g_profile;
-  // Diagnostics for timing the prepare kernel's phases (results are wrong when set): bit 0 phase
-  // 1b, bit 1 phase 2 (Aqk, L), bit 2 phase 3 (inverse), bit 3 phase 4 (W, U). Compiled in only with
-  // -DKDA_PREP_DIAGNOSTICS, so that no environment can make a library build return wrong results.
-#ifdef KDA_PREP_DIAGNOSTICS
-  if (const char* e = getenv("KDA_PREP_SKIP")) g.skip = atoi(e);
-#endif
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (g.N == 0) {
     ClearError();
@@ -115,14 +105,6 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   }();
   if (variant == Variant::kAuto) variant = AutoVariant(g.N, g.H, sms);
   g.part_chunks = PrepPartChunks(g.N * g.H, (g.T + gpu::kC - 1) / gpu::kC, g.cu != nullptr, sms);
-  if (variant == Variant::kTwoStage) {
-    if (cudaError_t e = gpu::LaunchPrepare(g, s); e != cudaSuccess)
-      return SetError(KDA_ERR_CUDA, std::string("prepare: ") + cudaGetErrorString(e));
-    if (cudaError_t e = gpu::LaunchScan(g, s); e != cudaSuccess)
-      return SetError(KDA_ERR_CUDA, std::string("scan: ") + cudaGetErrorString(e));
-    ClearError();
-    return KDA_OK;
-  }
   if (variant == Variant::kPrepScan1 || variant == Variant::kPrepScan2) {
     if (cudaError_t e = gpu::LaunchPrepScan(g, variant == Variant::kPrepScan2 ? 2 : 1, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("prep + scan: ") + cudaGetErrorString(e));

@@ -1,24 +1,12 @@
-// kda/kda_gpu.cuh: what the two CUDA stages of the KDA forward share: the workspace layout that the
-// prepare kernel (prepare.cu) writes and the scan kernel (scan.cu) reads, the launch parameters, and
-// the warp-level primitives (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async) as inline PTX.
+// kda/kda_gpu.cuh: what fused.cu's kernels and their launcher (kda_cuda.cu) share: the launch
+// parameters, the workspace (the prep + scan variant's chunk images), kda_fwd's choice of variant,
+// and the warp-level primitives (mma.sync m16n8k16 bf16 -> fp32, ldmatrix, cp.async) as inline PTX.
 //
-// Uses: prepare.cu, scan.cu, kda_cuda.cu (the C API launcher).
-//
-// ---- Workspace (one record per (chunk, head); chunk = 64 tokens of one sequence, tail zero-padded)
-//   index ch = gc * H + h, gc = the chunk's global index (sequences' chunks back to back)
-//   Aqk   bf16 [64][64]    scale q_i.k_j 2^{G_i-G_j}, j <= i (diagonal 16x16 tiles: 0 above)
-//   W     bf16 [64][128]   Akk (beta . K . Gamma)
-//   Qg    bf16 [64][128]   scale q . Gamma
-//   U     bf16 [64][V]     Akk (beta . V)
-//   KgT   bf16 [128][64]   (k . 2^{G_last - G})^T   (transposed: the scan's A operand of kg^T V_new)
-//   gamma fp32 [128]       2^{G_last}
-// Rows past a tail chunk's length are zero in every matrix, so the scan needs no masks but the
-// output store's. 74,240 bytes per (chunk, head).
-//
-// ---- The prep + scan variant's workspace (fused.cu): one image per (chunk, head), same index, of
-// the fused kernel's scan operands as they lie in its shared memory: W, Qg, Kg [64][128] and
-// Aqk [64][64] bf16 in 128-byte-swizzled 64 x 64 blocks (8 KiB each), U^T bf16 [128][72] (rows v),
-// gamma fp32 [128]. 76,288 bytes per (chunk, head).
+// ---- Workspace: one image per (chunk, head), index gc * H + h with gc the chunk's global index
+// (sequences' chunks back to back; chunk = 64 tokens of one sequence, a tail's rows zero in every
+// matrix): the fused kernel's scan operands as they lie in its shared memory, W, Qg, Kg [64][128]
+// and Aqk [64][64] bf16 in 128-byte-swizzled 64 x 64 blocks (8 KiB each), U^T bf16 [128][72] (rows
+// v), gamma fp32 [128]. 76,288 bytes per (chunk, head). The one-kernel variants use none of it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -30,10 +18,9 @@
 
 namespace longhaul::kda {
 // kda_fwd with a choice of kernels, for side-by-side timing: the fused kernel with the V columns of a
-// head in one CTA or two, or as kda_fwd chooses (kAuto); or the two-stage pipeline.
-// kPrepScan1 / 2: the fused kernel's preparation chunk-parallel over every SM, then its scan alone
-// with one or two CTAs a head.
-enum class Variant { kAuto, kFused1, kFused2, kTwoStage, kPrepScan1, kPrepScan2 };
+// head in one CTA or two; the fused kernel's preparation chunk-parallel over every SM, then its scan
+// alone with one or two CTAs a head (kPrepScan1 / 2); or as kda_fwd chooses (kAuto).
+enum class Variant { kAuto, kFused1, kFused2, kPrepScan1, kPrepScan2 };
 kda_status FwdVariant(const kda_fwd_params* p, void* stream, Variant variant);
 // kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md,
 // 2026-12-04): the fused kernel takes the same time for any CTA count up to one a SM (1.56 ms at
@@ -69,46 +56,18 @@ void SetProfileBuffer(unsigned long long* buf);
 namespace longhaul::kda::gpu {
 
 constexpr int kC = 64;   // chunk: tokens per step of the scan (FLA's BT)
-constexpr int kBC = 16;  // sub-chunk: the 16x16 tiles of the recentred factorisation (an MMA's M)
 constexpr int kK = 128;  // key dim (the only one built)
 constexpr int kV = 128;  // value dim
 constexpr int kImgW = 0, kImgQg = 2 * kC * 128, kImgUt = 7 * kC * 128, kImgGam = kImgUt + kV * 72 * 2;
 constexpr int kImgBytes = kImgGam + kK * 4;
 
-struct Workspace {
-  __nv_bfloat16* Aqk;
-  __nv_bfloat16* W;
-  __nv_bfloat16* Qg;
-  __nv_bfloat16* U;
-  __nv_bfloat16* KgT;
-  float* gamma;
-};
+// Bytes for n_ch (chunk, head) images.
+inline size_t WorkspaceBytes(size_t n_ch) { return n_ch * kImgBytes; }
 
-constexpr size_t kAlign = 256;
-inline size_t AlignUp(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-// Bytes for n_ch (chunk, head) records, and the carve-up of base.
-inline size_t WorkspaceBytes(size_t n_ch) {
-  const size_t two_stage = AlignUp(n_ch * kC * kC * 2) + 3 * AlignUp(n_ch * kC * kK * 2) +
-                           AlignUp(n_ch * kK * kC * 2) + AlignUp(n_ch * kK * 4);
-  return two_stage > n_ch * kImgBytes ? two_stage : n_ch * kImgBytes;
-}
-inline Workspace CarveWorkspace(void* base, size_t n_ch) {
-  char* p = static_cast<char*>(base);
-  Workspace w;
-  w.Aqk = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kC * 2);
-  w.W = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kK * 2);
-  w.Qg = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kK * 2);
-  w.U = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kC * kV * 2);
-  w.KgT = reinterpret_cast<__nv_bfloat16*>(p), p += AlignUp(n_ch * kK * kC * 2);
-  w.gamma = reinterpret_cast<float*>(p);
-  return w;
-}
-
-// Everything both kernels need about the problem (device pointers, strides in elements).
+// Everything the kernels need about the problem (device pointers, strides in elements).
 struct Params {
   int B, T, H, N;            // N sequences (= B, or num_seqs in varlen)
   const int64_t* cu;         // device cu_seqlens [N+1] or nullptr (then sequence n = batch row n)
-  int max_chunks;            // upper bound of the total chunk count (the prepare grid's x)
   const void *q, *k, *v, *g, *beta;
   int64_t q_st[3], k_st[3], v_st[3], g_st[3], beta_st[3], o_st[3];
   bool in_bf16, g_bf16, beta_bf16, out_bf16;
@@ -122,11 +81,9 @@ struct Params {
   float lower_bound;
   int gate;              // kda_gate_mode
   bool l2norm, beta_sigmoid, neg_eigval;
-  Workspace ws;
-  unsigned char* img;        // the prep + scan variant's chunk images (the same workspace)
-  int part_chunks;           // prep + scan: chunks prepared by one CTA (KDA_PREP_CHUNKS)
+  unsigned char* img;        // the workspace: the prep + scan variant's chunk images
+  int part_chunks;           // prep + scan: chunks prepared by one CTA (PrepPartChunks)
   int prep_parts;            // its CTAs a (sequence, head), set by the launcher
-  int skip;              // diagnostics only (env KDA_PREP_SKIP): prepare phases to leave out
   unsigned long long* prof;  // fused.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
 
@@ -150,12 +107,10 @@ __device__ inline SeqInfo GetSeq(const Params& p, int n) {
   return s;
 }
 
-// Launchers (prepare.cu, scan.cu); they return cudaGetLastError() of their launch.
-cudaError_t LaunchPrepare(const Params& p, cudaStream_t stream);
-cudaError_t LaunchScan(const Params& p, cudaStream_t stream);
-// fused.cu: the whole forward in one kernel, with the V columns in `slices` (1 or 2) CTAs a head.
+// Launchers (fused.cu); they return cudaGetLastError() of their launch.
+// The whole forward in one kernel, with the V columns in `slices` (1 or 2) CTAs a head.
 cudaError_t LaunchFused(const Params& p, int slices, cudaStream_t stream);
-// fused.cu: the preparation on all SMs (chunk images to p.img), then the scan with `slices` CTAs a head.
+// The preparation on all SMs (chunk images to p.img), then the scan with `slices` CTAs a head.
 cudaError_t LaunchPrepScan(const Params& p, int slices, cudaStream_t stream);
 
 // ---- warp-level primitives --------------------------------------------------------------------
@@ -206,7 +161,5 @@ template <int N>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
-
-__device__ __forceinline__ float Exp2(float x) { return exp2f(x); }
 
 }  // namespace longhaul::kda::gpu

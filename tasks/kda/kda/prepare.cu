@@ -1,1 +1,0 @@
-../../../kernels/kda/prepare.cu

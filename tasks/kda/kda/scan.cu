@@ -1,1 +1,0 @@
-../../../kernels/kda/scan.cu
