@@ -65,16 +65,16 @@
 
 namespace longhaul::kda::gpu {
 namespace {
-using kernels::FenceOperands;
+using kernels::BarArriveExpectTx;
 using kernels::BarInit;
 using kernels::BarInitFence;
 using kernels::BarWait;
-using kernels::BarArriveExpectTx;
 using kernels::BulkCommit;
 using kernels::BulkLoad;
 using kernels::BulkStore;
 using kernels::BulkWait;
 using kernels::BulkWaitRead;
+using kernels::FenceOperands;
 using kernels::FenceProxyAsync;
 using kernels::Sw128Desc;
 using kernels::Sw128KStep;
@@ -1121,10 +1121,10 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
 }
 
 template <int BV>
-cudaError_t LaunchPrepScan(Params p, cudaStream_t stream) {
+cudaError_t LaunchPrepScan(const Params& p, cudaStream_t stream) {
   const int per_seq = (p.T + kC - 1) / kC;  // no sequence has more chunks
-  p.prep_parts = (per_seq + p.part_chunks - 1) / p.part_chunks;
-  if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.N) * p.H * p.prep_parts, kThreads,
+  const int parts = (per_seq + p.part_chunks - 1) / p.part_chunks;
+  if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.N) * p.H * parts, kThreads,
                                      Layout<kV>::kBytes, p, stream);
       e != cudaSuccess)
     return e;

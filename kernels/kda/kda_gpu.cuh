@@ -83,7 +83,6 @@ struct Params {
   bool l2norm, beta_sigmoid, neg_eigval;
   unsigned char* img;        // the workspace: the prep + scan variant's chunk images
   int part_chunks;           // prep + scan: chunks prepared by one CTA (PrepPartChunks)
-  int prep_parts;            // its CTAs a (sequence, head), set by the launcher
   unsigned long long* prof;  // fused.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
 
