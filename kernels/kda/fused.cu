@@ -540,6 +540,11 @@ __device__ void Invert(unsigned char* smem, int tid) {
   }
 }
 
+// The workspace image of global chunk gc, head h (kda_gpu.cuh).
+__device__ __forceinline__ unsigned char* ChunkImage(const Params& p, int gc, int h) {
+  return p.img + (size_t(gc) * p.H + h) * kImgBytes;
+}
+
 // Where one chunk's scan operands live in shared memory (the fused kernel's regions, or one stage of
 // ScanKernel's ring).
 struct ScanOps {
@@ -771,6 +776,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   for (int c = c_first; c < nchunks; ++c) {
     const int64_t t0 = bos + int64_t(c) * kC;
     const int rows = rows_of(c);
+    unsigned char* const img = kPrep ? ChunkImage(p, chunk0 + c, h) : nullptr;  // prep alone: chunk c's image
     if (kPrep) mark(5);  // (prep alone: [5] issues the image's stores)
     // The cp.async groups in flight are q, k, g of chunk c and v of chunk c, in that order: P1 needs
     // the first, P4 the second, so v's load overlaps P1 to P3 (when prep alone issued it right
@@ -876,7 +882,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       if (warp == 7) {
         const float4 gam = make_float4(Ex2(Lv[0]), Ex2(Lv[1]), Ex2(Lv[2]), Ex2(Lv[3]));
         if constexpr (kPrep)
-          *reinterpret_cast<float4*>(p.img + (size_t(chunk0 + c) * p.H + h) * kImgBytes + kImgGam + 4 * d4) = gam;
+          *reinterpret_cast<float4*>(img + kImgGam + 4 * d4) = gam;
         else
           *reinterpret_cast<float4*>(sGam + d4) = gam;
       }
@@ -929,9 +935,8 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         const uint2 qg2 = make_uint2(PackBf16(qg[0], qg[1]), PackBf16(qg[2], qg[3]));
         const uint2 kg2 = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
         if constexpr (kPrep) {  // straight to the image: the bulk engine has the rest to copy
-          unsigned char* rec = p.img + (size_t(chunk0 + c) * p.H + h) * kImgBytes;
-          *reinterpret_cast<uint2*>(rec + kImgQg + SwOff(i, d4)) = qg2;
-          *reinterpret_cast<uint2*>(rec + kImgQg + 2 * kSwBlock + SwOff(i, d4)) = kg2;
+          *reinterpret_cast<uint2*>(img + kImgQg + SwOff(i, d4)) = qg2;
+          *reinterpret_cast<uint2*>(img + kImgQg + 2 * kSwBlock + SwOff(i, d4)) = kg2;
         } else {
           *reinterpret_cast<uint2*>(smem + Ly::kQg + SwOff(i, d4)) = qg2;
           *reinterpret_cast<uint2*>(smem + Ly::kKg + SwOff(i, d4)) = kg2;
@@ -947,7 +952,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     // BulkWaitRead in its P1. (Qg, Kg and gamma go to global memory from registers.)
     auto store_image = [&](int offset, const unsigned char* from, int bytes, bool commit) {
       if (kPrep && tid == 0) {
-        BulkStore(p.img + (size_t(chunk0 + c) * p.H + h) * kImgBytes + offset, SmemAddr(from), bytes);
+        BulkStore(img + offset, SmemAddr(from), bytes);
         if (commit) BulkCommit();
       }
     };
@@ -1081,7 +1086,7 @@ __global__ void __launch_bounds__(BV * 2, 1) ScanKernel(const Params p) {
   __syncthreads();
   auto issue = [&](int c) {  // chunk c's operands into stage c % kStages (thread 0)
     if (c >= nchunks) return;
-    const unsigned char* rec = p.img + (size_t(seq.chunk0 + c) * p.H + h) * kImgBytes;
+    const unsigned char* rec = ChunkImage(p, seq.chunk0 + c, h);
     const uint32_t dst = SmemAddr(smem + (c % Ring::kStages) * Ring::kStage), bar = bar0 + 8 * (c % Ring::kStages);
     BarArriveExpectTx(bar, Ring::kBytesIn);
     BulkLoad(dst, rec, kImgUt, bar);

@@ -104,8 +104,8 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
                : 132;
   }();
   if (variant == Variant::kAuto) variant = AutoVariant(g.N, g.H, sms);
-  g.part_chunks = PrepPartChunks(g.N * g.H, (g.T + gpu::kC - 1) / gpu::kC, g.cu != nullptr, sms);
   if (variant == Variant::kPrepScan1 || variant == Variant::kPrepScan2) {
+    g.part_chunks = PrepPartChunks(g.N * g.H, (g.T + gpu::kC - 1) / gpu::kC, g.cu != nullptr, sms);
     if (cudaError_t e = gpu::LaunchPrepScan(g, variant == Variant::kPrepScan2 ? 2 : 1, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("prep + scan: ") + cudaGetErrorString(e));
     ClearError();
