@@ -670,10 +670,63 @@ __device__ __forceinline__ void StoreState(const Params& p, int n, int h, int v0
     for (int e = 0; e < 4; ++e) p.hT[StateAt(p, n, h, v0 + g + 8 * (e >> 1), 8 * nt + 2 * t + (e & 1))] = st[nt][e];
 }
 
-// kPrep: only the chunk-parallel preparation (BV = 128): CTA part * N * H + (sequence, head) prepares
-// chunks [part, part + 1) * p.part_chunks of its sequence and stores each chunk's scan operands to its
-// image in the workspace, for ScanKernel. Parts are the slowest index so that the CTAs the GPU starts
-// last are last parts, which are short when sequences differ in length.
+// A chunk of one head, as FusedKernel walks it.
+struct ChunkAt {
+  int h, b;    // head, batch row
+  int64_t t0;  // its first token (a row of the [B, T, H, .] tensors)
+  int rows;    // its tokens, 1 .. kC
+  int gc;      // its global chunk: with h, the index of its image (prep alone)
+};
+
+// Prep alone walks (head, global chunk) pairs, item h * p.prep_chunks + gc, each CTA an equal share
+// of them across heads and sequences (parts of sequences, one a CTA, left the last wave's SMs idle:
+// H96 ran 99 chunk-times of work that fills 93). A CTA's items ascend, so the sequence that holds a
+// chunk is a cursor that moves forward (and restarts at each new head, a few times a CTA at most).
+struct PrepCursor {
+  int64_t item;                   // h * p.prep_chunks + gc
+  int h, gc, n, chunk0, nch;      // sequence n holds global chunks [chunk0, chunk0 + nch)
+  int64_t bos, len;
+  __device__ void Sequence(const Params& p, int m) {
+    n = m;
+    bos = p.cu ? p.cu[m] : 0, len = p.cu ? p.cu[m + 1] - p.cu[m] : p.T;
+    nch = int((len + kC - 1) / kC);
+  }
+  __device__ PrepCursor(const Params& p, int64_t first)
+      : item(first), h(0), gc(0), chunk0(0) {
+    if (p.prep_chunks > 0) h = int(first / p.prep_chunks), gc = int(first % p.prep_chunks);
+    Sequence(p, 0);
+  }
+  // The chunk at `item`, stepping over the chunks that a bound counted and no sequence holds (varlen
+  // without a host copy of cu_seqlens), or false once past `end`.
+  __device__ bool Get(const Params& p, int64_t end, ChunkAt& out) {
+    for (;;) {
+      if (item >= end) return false;
+      while (gc >= chunk0 + nch && n + 1 < p.N) chunk0 += nch, Sequence(p, n + 1);
+      if (gc < chunk0 + nch) break;
+      item += p.prep_chunks - gc, ++h, gc = 0, chunk0 = 0;  // past the last sequence: the next head
+      Sequence(p, 0);
+    }
+    const int64_t c = gc - chunk0;
+    out = ChunkAt{h, p.cu ? 0 : n, bos + c * kC, int(len - c * kC < kC ? len - c * kC : kC), gc};
+    return true;
+  }
+  __device__ void Advance() { ++item, ++gc; }
+};
+
+// The gate's per-head constants for raw x, channels 4 lane .. + 3 (A_log as loaded: the exponential
+// waits for its use, a chunk later, so that the load's latency is not waited for where it is issued).
+struct GateOf {
+  float A_log, dtb[4];
+  __device__ GateOf(const Params& p, int h, int lane) {
+    A_log = p.gate != KDA_GATE_LOG_DECAY && p.A_log ? p.A_log[h] : 0.f;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dtb[e] = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + 4 * lane + e] : 0.f;
+  }
+  __device__ GateOf() = default;
+};
+
+// kPrep: only the chunk-parallel preparation (BV = 128), over a share of the (chunk, head) pairs
+// (PrepCursor), storing each chunk's scan operands to its image in the workspace, for ScanKernel.
 template <int BV, bool kPrep>
 __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   using Ly = Layout<BV>;
@@ -704,49 +757,50 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   static_assert(!kPrep || BV == kV, "the preparation builds U^T for every V column");
-  const int cta = kPrep ? blockIdx.x % (p.N * p.H) : blockIdx.x;
-  const int vs = cta % kNV, h = (cta / kNV) % p.H, n = cta / (kNV * p.H);
+  // The fused kernel's CTA: (sequence n, head h, V slice vs), walking chunks 0 .. of n.
+  const int vs = blockIdx.x % kNV, h = (blockIdx.x / kNV) % p.H, n = blockIdx.x / (kNV * p.H);
   const int v0 = vs * BV;
   int64_t bos = 0, len = p.T;
-  int b = n;
-  if (p.cu) bos = p.cu[n], len = p.cu[n + 1] - p.cu[n], b = 0;
-  // This CTA's chunks: [c_first, nchunks) of the sequence.
-  const int c_first = kPrep ? int(blockIdx.x / (p.N * p.H)) * p.part_chunks : 0;
-  const int nchunks = kPrep ? min(int((len + kC - 1) / kC), c_first + p.part_chunks) : int((len + kC - 1) / kC);
-  if (kPrep && c_first >= nchunks) return;
-  const int chunk0 = kPrep ? GetSeq(p, n).chunk0 : 0;  // the sequence's first record in the workspace
-  auto rows_of = [&](int c) { return int(len - int64_t(c) * kC < kC ? len - int64_t(c) * kC : kC); };
+  if (!kPrep && p.cu) bos = p.cu[n], len = p.cu[n + 1] - p.cu[n];
+  const int64_t items = kPrep ? p.prep_chunks * p.H : 0;
+  const int64_t item_end = kPrep ? int64_t(blockIdx.x + 1) * items / gridDim.x : (len + kC - 1) / kC;
+  PrepCursor cursor(p, kPrep ? int64_t(blockIdx.x) * items / gridDim.x : 0);
+  int64_t fused_next = 0;
+  // The next chunk this CTA works on, or false when it is done.
+  auto next_chunk = [&](ChunkAt& out) {
+    if constexpr (kPrep) {
+      if (!cursor.Get(p, item_end, out)) return false;
+      cursor.Advance();
+      return true;
+    } else {
+      const int64_t i = fused_next++;
+      if (i >= item_end) return false;
+      out = ChunkAt{h, p.cu ? 0 : n, bos + i * kC, int(len - i * kC < kC ? len - i * kC : kC), 0};
+      return true;
+    }
+  };
 
   // Row t0 of (b, h) of a [B, T, H, .] tensor, as bytes.
-  auto row0 = [&](const void* base, const int64_t* st, int64_t t0, int bytes) {
-    return static_cast<const unsigned char*>(base) + (b * st[0] + t0 * st[1] + h * st[2]) * bytes;
+  auto row0 = [&](const void* base, const int64_t* st, const ChunkAt& ch, int bytes) {
+    return static_cast<const unsigned char*>(base) + (ch.b * st[0] + ch.t0 * st[1] + ch.h * st[2]) * bytes;
   };
-  auto issue_qkg = [&](int c) {
-    const int64_t t0 = bos + int64_t(c) * kC;
-    LoadRows<256>(smem + Ly::kQraw, kLdQK * 2, row0(p.q, p.q_st, t0, 2), p.q_st[1] * 2, rows_of(c), tid);
-    LoadRows<256>(smem + Ly::kKraw, kLdQK * 2, row0(p.k, p.k_st, t0, 2), p.k_st[1] * 2, rows_of(c), tid);
+  auto issue_qkg = [&](const ChunkAt& ch) {
+    LoadRows<256>(smem + Ly::kQraw, kLdQK * 2, row0(p.q, p.q_st, ch, 2), p.q_st[1] * 2, ch.rows, tid);
+    LoadRows<256>(smem + Ly::kKraw, kLdQK * 2, row0(p.k, p.k_st, ch, 2), p.k_st[1] * 2, ch.rows, tid);
     if (p.g_bf16)
-      LoadRows<256>(sGraw, 256, row0(p.g, p.g_st, t0, 2), p.g_st[1] * 2, rows_of(c), tid);
+      LoadRows<256>(sGraw, 256, row0(p.g, p.g_st, ch, 2), p.g_st[1] * 2, ch.rows, tid);
     else
-      LoadRows<512>(sGraw, 512, row0(p.g, p.g_st, t0, 4), p.g_st[1] * 4, rows_of(c), tid);
+      LoadRows<512>(sGraw, 512, row0(p.g, p.g_st, ch, 4), p.g_st[1] * 4, ch.rows, tid);
   };
-  auto issue_v = [&](int c) {
-    const int64_t t0 = bos + int64_t(c) * kC;
-    LoadRows<BV * 2>(smem + Ly::kV, Ly::kLdV * 2, row0(p.v, p.v_st, t0, 2) + v0 * 2, p.v_st[1] * 2, rows_of(c), tid);
+  auto issue_v = [&](const ChunkAt& ch) {
+    LoadRows<BV * 2>(smem + Ly::kV, Ly::kLdV * 2, row0(p.v, p.v_st, ch, 2) + v0 * 2, p.v_st[1] * 2, ch.rows, tid);
   };
 
   constexpr int kScanWarps = BV / 16;
   float st[16][4];
   LoadState(p, n, h, v0 + 16 * warp, lane, !kPrep && warp < kScanWarps, st);
 
-  // The gate's increment of G (log2 units) for raw x, with the constants folded:
-  // lower_bound sigmoid(a (x + dtb)) log2e = lbl / (1 + 2^{c1 x + c0}).
-  const float a_log = p.gate != KDA_GATE_LOG_DECAY && p.A_log ? __expf(p.A_log[h]) : 1.f;
-  float dtb[4], c0[4];  // channels 4 lane .. +3
-  const float c1 = -a_log * kLog2e, lbl = p.lower_bound * kLog2e;
-#pragma unroll
-  for (int e = 0; e < 4; ++e)
-    dtb[e] = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + 4 * lane + e] : 0.f, c0[e] = c1 * dtb[e];
+  const float lbl = p.lower_bound * kLog2e;
 
   // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
   // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan
@@ -758,25 +812,38 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       prof[phase] += now - tick, tick = now;
     }
   };
-  // beta: one value a thread (tid < 64), loaded a chunk ahead into a register.
-  auto load_beta = [&](int c) {
-    if (tid >= rows_of(c)) return 0.f;
-    const int64_t off = b * p.beta_st[0] + (bos + int64_t(c) * kC + tid) * p.beta_st[1] + h * p.beta_st[2];
+  // beta (one value a thread, tid < 64) and the gate's constants, loaded a chunk ahead into registers.
+  auto load_beta = [&](const ChunkAt& ch) {
+    if (tid >= ch.rows) return 0.f;
+    const int64_t off = ch.b * p.beta_st[0] + (ch.t0 + tid) * p.beta_st[1] + ch.h * p.beta_st[2];
     return p.beta_bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p.beta)[off])
                        : static_cast<const float*>(p.beta)[off];
   };
   float beta_next = 0.f;
-  if (c_first < nchunks) {  // (an empty sequence only passes h0 to hT)
-    issue_qkg(c_first);
+  GateOf gate_next;
+  ChunkAt next;
+  bool has_next = next_chunk(next);
+  if (has_next) {  // (an empty sequence only passes h0 to hT)
+    issue_qkg(next);
     CpAsyncCommit();
-    issue_v(c_first);
+    issue_v(next);
     CpAsyncCommit();
-    if (tid < kC) beta_next = load_beta(c_first);
+    if (tid < kC) beta_next = load_beta(next);
+    gate_next = GateOf(p, next.h, lane);
   }
-  for (int c = c_first; c < nchunks; ++c) {
-    const int64_t t0 = bos + int64_t(c) * kC;
-    const int rows = rows_of(c);
-    unsigned char* const img = kPrep ? ChunkImage(p, chunk0 + c, h) : nullptr;  // prep alone: chunk c's image
+  int chunks_done = 0;
+  while (has_next) {
+    const ChunkAt ch = next;
+    has_next = next_chunk(next);
+    const int64_t t0 = ch.t0;
+    const int rows = ch.rows;
+    unsigned char* const img = kPrep ? ChunkImage(p, ch.gc, ch.h) : nullptr;  // prep alone: the chunk's image
+    // The gate's increment of G (log2 units) for raw x, with the constants folded:
+    // lower_bound sigmoid(a (x + dtb)) log2e = lbl / (1 + 2^{c1 x + c0}).
+    const float a_log = p.gate != KDA_GATE_LOG_DECAY && p.A_log ? __expf(gate_next.A_log) : 1.f, c1 = -a_log * kLog2e;
+    float dtb[4], c0[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dtb[e] = gate_next.dtb[e], c0[e] = c1 * dtb[e];
     if (kPrep) mark(5);  // (prep alone: [5] issues the image's stores)
     // The cp.async groups in flight are q, k, g of chunk c and v of chunk c, in that order: P1 needs
     // the first, P4 the second, so v's load overlaps P1 to P3 (when prep alone issued it right
@@ -848,8 +915,9 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       float bt = beta_next;
       if (p.beta_sigmoid) bt = (p.neg_eigval ? 2.f : 1.f) * Sigmoid(bt);
       sBeta[tid] = tid < rows ? bt : 0.f;
-      if (c + 1 < nchunks) beta_next = load_beta(c + 1);  // consumed a chunk from now
+      if (has_next) beta_next = load_beta(next);  // consumed a chunk from now
     }
+    if (has_next && next.h != ch.h) gate_next = GateOf(p, next.h, lane);
     __syncthreads();
     // G = this warp's prefix plus the totals of the warps before it; z_r and G_last from the totals.
     float Av[4], Zv[4], Lv[4];
@@ -963,7 +1031,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     __syncthreads();
     store_image(kImgQg + 4 * kSwBlock, smem + Ly::kAqk, kSwBlock, true);
     mark(2);
-    if (c + 1 < nchunks) issue_qkg(c + 1);  // R2 and R3 are dead until the next chunk
+    if (has_next) issue_qkg(next);  // R2 and R3 are dead until the next chunk
     CpAsyncCommit();
 
     // ---- P3: Ab = Akk diag(beta) split into bf16 hi + lo, Akk = (I + L)^{-1} (warps 0-3) ---------
@@ -1028,7 +1096,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     FenceProxyAsync();  // W, Qg, Kg, Aqk (st.shared) -> the scan's wgmma reads
     __syncthreads();
     mark(4);
-    if (c + 1 < nchunks) issue_v(c + 1);  // v is dead until the next chunk
+    if (has_next) issue_v(next);  // v is dead until the next chunk
     CpAsyncCommit();
 
     if constexpr (kPrep) {
@@ -1036,14 +1104,15 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       store_image(kImgUt, smem + Ly::kUt, kV * kLd64 * 2, true);
     } else if (warp < kScanWarps) {
       const ScanOps ops{smem + Ly::kW, smem + Ly::kQg, smem + Ly::kKg, smem + Ly::kAqk, sUt, sGam, sOt};
-      ScanChunk<BV>(p, ops, st, b, h, v0, t0, rows, warp, lane);
+      ScanChunk<BV>(p, ops, st, ch.b, h, v0, t0, rows, warp, lane);
     }
     mark(5);
+    ++chunks_done;
   }
   CpAsyncWait<0>();
   if (p.prof && tid == 0) {
     for (int i = 0; i < 6; ++i) atomicAdd(p.prof + i, (unsigned long long)prof[i]);
-    atomicAdd(p.prof + 6, (unsigned long long)(nchunks - c_first));
+    atomicAdd(p.prof + 6, (unsigned long long)chunks_done);
   }
   if (kPrep && tid == 0) BulkWait<0>();
   if (!kPrep && warp < kScanWarps) StoreState(p, n, h, v0 + 16 * warp, lane, st);
@@ -1131,9 +1200,7 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
 
 template <int BV>
 cudaError_t LaunchPrepScan(const Params& p, cudaStream_t stream) {
-  const int per_seq = (p.T + kC - 1) / kC;  // no sequence has more chunks
-  const int parts = (per_seq + p.part_chunks - 1) / p.part_chunks;
-  if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.N) * p.H * parts, kThreads,
+  if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.prep_ctas), kThreads,
                                      Layout<kV>::kBytes, p, stream);
       e != cudaSuccess)
     return e;

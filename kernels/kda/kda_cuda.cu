@@ -7,6 +7,7 @@
 // v, g and a bf16 o 16-byte aligned (strides multiples of 8 bf16 or 4 fp32 elements), no GVA.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kda/kda.h"
@@ -19,6 +20,14 @@ namespace {
 int64_t MaxChunks(const kda_fwd_params& p) {
   const int64_t per = (int64_t(p.T) + gpu::kC - 1) / gpu::kC;
   return p.num_seqs > 0 ? per + p.num_seqs : per * p.B;
+}
+
+// The chunks of all sequences: exact, or MaxChunks in varlen without a host copy of cu_seqlens.
+int64_t ExactChunks(const kda_fwd_params& p) {
+  if (p.num_seqs == 0 || !p.cu_seqlens_host) return MaxChunks(p);
+  int64_t n = 0;
+  for (int i = 0; i < p.num_seqs; ++i) n += (p.cu_seqlens_host[i + 1] - p.cu_seqlens_host[i] + gpu::kC - 1) / gpu::kC;
+  return n;
 }
 
 std::string CheckGpu(const kda_fwd_params& p) {
@@ -105,7 +114,8 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   }();
   if (variant == Variant::kAuto) variant = AutoVariant(g.N, g.H, sms);
   if (variant == Variant::kPrepScan1 || variant == Variant::kPrepScan2) {
-    g.part_chunks = PrepPartChunks(g.N * g.H, (g.T + gpu::kC - 1) / gpu::kC, g.cu != nullptr, sms);
+    g.prep_chunks = ExactChunks(p);
+    g.prep_ctas = int(std::min<int64_t>(g.prep_chunks * g.H, sms));
     if (cudaError_t e = gpu::LaunchPrepScan(g, variant == Variant::kPrepScan2 ? 2 : 1, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("prep + scan: ") + cudaGetErrorString(e));
     ClearError();

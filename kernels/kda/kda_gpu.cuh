@@ -33,21 +33,6 @@ inline Variant AutoVariant(int N, int H, int sms) {
   if (2 * heads <= sms) return Variant::kPrepScan2;
   return heads * 5 <= int64_t(sms) * 4 ? Variant::kPrepScan1 : Variant::kFused1;
 }
-// Chunks a CTA of the prep + scan variant's preparation takes (one CTA an SM, ~19k cycles a chunk, and
-// ~one chunk's worth of start-up and drain a CTA): the count in 8 .. chunks_per_seq with the fewest
-// chunk-times over the waves of CTAs. Varlen (sequence lengths unknown here): 16, short enough that
-// the last CTAs started, last parts of sequences, end close together.
-inline int PrepPartChunks(int64_t heads, int chunks_per_seq, bool varlen, int sms) {
-  if (varlen || chunks_per_seq <= 8) return varlen ? 16 : 8;
-  int best = 8;
-  double best_cost = 1e300;
-  for (int pc = 8; pc <= chunks_per_seq; ++pc) {
-    const int64_t ctas = heads * ((chunks_per_seq + pc - 1) / pc);
-    const double cost = double((ctas + sms - 1) / sms) * (pc + 1);
-    if (cost < best_cost) best = pc, best_cost = cost;
-  }
-  return best;
-}
 // Diagnostics: the fused kernel adds its per-phase clocks ([0..5], fused.cu) and its chunk count ([6])
 // into buf (device memory, 7 counters) on every launch while buf is set; null turns it off.
 void SetProfileBuffer(unsigned long long* buf);
@@ -82,7 +67,9 @@ struct Params {
   int gate;              // kda_gate_mode
   bool l2norm, beta_sigmoid, neg_eigval;
   unsigned char* img;        // the workspace: the prep + scan variant's chunk images
-  int part_chunks;           // prep + scan: chunks prepared by one CTA (PrepPartChunks)
+  int64_t prep_chunks;       // prep + scan: global chunks, all sequences (a bound in varlen without a
+                             // host copy of cu_seqlens: chunks past the last sequence are skipped)
+  int prep_ctas;             // prep + scan: the preparation's CTAs (one an SM), an equal share each
   unsigned long long* prof;  // fused.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
 
