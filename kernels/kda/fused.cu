@@ -780,7 +780,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     }
   };
 
-  // Row t0 of (b, h) of a [B, T, H, .] tensor, as bytes.
+  // The chunk's first row of a [B, T, H, .] tensor, as bytes.
   auto row0 = [&](const void* base, const int64_t* st, const ChunkAt& ch, int bytes) {
     return static_cast<const unsigned char*>(base) + (ch.b * st[0] + ch.t0 * st[1] + ch.h * st[2]) * bytes;
   };
@@ -1200,10 +1200,11 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
 
 template <int BV>
 cudaError_t LaunchPrepScan(const Params& p, cudaStream_t stream) {
-  if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.prep_ctas), kThreads,
-                                     Layout<kV>::kBytes, p, stream);
-      e != cudaSuccess)
-    return e;
+  if (p.prep_ctas > 0)  // (no chunks at all: the scan only passes h0 to hT)
+    if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.prep_ctas), kThreads,
+                                       Layout<kV>::kBytes, p, stream);
+        e != cudaSuccess)
+      return e;
   return LaunchWithSmem<ScanKernel<BV>>(unsigned(p.N) * p.H * (kV / BV), BV * 2, ScanRing<BV>::kBytes, p, stream);
 }
 

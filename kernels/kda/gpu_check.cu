@@ -133,6 +133,8 @@ static bool RunCase(const Case& c, uint64_t seed) {
   // ---- the float64 reference on the CPU (o as fp32) -------------------------------------------
   kda_fwd_params pc = p;
   std::vector<float> o_ref(NV), s_ref(c.hT ? NS : 0);
+  for (auto* x : {&q, &k, &v, &gb, &betab}) x->reserve(1);  // (T = 0: the API wants the pointers all the same)
+  for (auto* x : {&gf, &betaf, &o_ref}) x->reserve(1);
   pc.q = q.data(), pc.k = k.data(), pc.v = v.data(), pc.o = o_ref.data();
   pc.g = c.g_bf16 ? static_cast<const void*>(gb.data()) : gf.data();
   pc.beta = c.beta_bf16 ? static_cast<const void*>(betab.data()) : betaf.data();
@@ -157,7 +159,7 @@ static bool RunCase(const Case& c, uint64_t seed) {
   int64_t* dcu = c.cu.empty() ? nullptr : ToDevice(c.cu);
   uint16_t* dout = nullptr;
   float* dhT = nullptr;
-  CK(cudaMalloc(&dout, NV * 2));
+  CK(cudaMalloc(&dout, std::max<size_t>(NV, 1) * 2));
   if (c.hT) CK(cudaMalloc(&dhT, NS * 4));
   kda_fwd_params pg = p;
   pg.q = dq, pg.k = dk, pg.v = dv, pg.g = dg, pg.beta = dbeta, pg.o = dout;
@@ -241,6 +243,9 @@ int main(int argc, char** argv) {
       {"no states B3 T130 H2", 3, 130, 2, {}, LD, false, false, false, false, false, false, false, false, false},
       {"h0 only B1 T64 H2", 1, 64, 2, {}, LB, true, true, true, false, false, true, true, false, false},
       {"short T5 B2 H2 h0 hT v_first", 2, 5, 2, {}, LB, true, true, true, true, true, true, true, true, true},
+      // no tokens at all: hT = h0, and prep + scan has no chunk to prepare
+      {"empty T0 B2 H2 h0 hT", 2, 0, 2, {}, LB, true, true, true, true, false, true, true, false, false},
+      {"varlen all empty [0,0,0] H2 h0 hT", 1, 0, 2, {0, 0, 0}, LD, false, false, true, true, false, false, false, false, false},
   };
   int fails = 0;
   const int only = argc > 2 ? std::atoi(argv[2]) : -1;

@@ -1,6 +1,8 @@
 // The C API's CPU backend (kda_fwd_cpu): dtypes, strides, varlen, state layouts, errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -129,6 +131,27 @@ TEST(KdaCpuApi, ReportsErrors) {
   EXPECT_EQ(kda_fwd_cpu(&p, nullptr), KDA_ERR_INVALID);
   EXPECT_EQ(kda_fwd_cpu(nullptr, nullptr), KDA_ERR_INVALID);
   EXPECT_STREQ(kda_status_string(KDA_ERR_UNSUPPORTED), "not supported by this backend");
+}
+
+// No tokens at all (T = 0, or varlen sequences that are all empty): o is empty and the final state
+// is the initial one, in either state layout.
+TEST(KdaCpuApi, NoTokensPassesTheStateThrough) {
+  float x[1] = {}, h0[2 * 2 * 2 * 2], hT[2 * 2 * 2 * 2];
+  for (int i = 0; i < 16; ++i) h0[i] = 0.25f * float(i) - 1.f;
+  int64_t cu[3] = {0, 0, 0};
+  for (bool varlen : {false, true}) {
+    kda_fwd_params p;
+    kda_fwd_params_init(&p);
+    p.B = varlen ? 1 : 2, p.T = 0, p.H = 2, p.K = 2, p.V = 2;
+    kda_fwd_params_set_contiguous(&p);
+    p.in_dtype = p.out_dtype = KDA_DTYPE_F32;
+    p.q = p.k = p.v = p.g = p.beta = p.o = x;
+    if (varlen) p.num_seqs = 2, p.cu_seqlens = cu;
+    p.initial_state = h0, p.final_state = hT;
+    std::fill(std::begin(hT), std::end(hT), std::nanf(""));
+    ASSERT_EQ(kda_fwd_cpu(&p, nullptr), KDA_OK) << kda_last_error();
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(hT[i], h0[i]) << "varlen " << varlen << " element " << i;
+  }
 }
 
 }  // namespace

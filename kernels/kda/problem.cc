@@ -6,7 +6,8 @@ namespace longhaul::kda {
 std::string Validate(const Problem& p) {
   if (p.B < 1 || p.T < 0 || p.H < 1 || p.K < 1 || p.V < 1)
     return "shape must have B, H, K, V >= 1 and T >= 0";
-  if (!p.q || !p.k || !p.v || !p.g || !p.beta) return "q, k, v, g and beta are required";
+  // (No tokens: nothing is read, and a backend's gathered copies of them are empty.)
+  if (int64_t(p.B) * p.T > 0 && (!p.q || !p.k || !p.v || !p.g || !p.beta)) return "q, k, v, g and beta are required";
   if (!p.cu_seqlens.empty()) {
     if (p.B != 1) return "varlen (cu_seqlens) needs B == 1";
     if (p.cu_seqlens.size() < 2) return "cu_seqlens needs at least 2 entries";
