@@ -90,7 +90,8 @@ constexpr int kLdQK = 144;  // bf16 raw q, k rows: 72 words, four rows fill the 
 constexpr int kLdF = 144;   // fp32 [64][128] rows: 144 words, two rows fill the banks (16-byte reads)
 constexpr int kLdB = 136;   // bf16 [64][128] operands read by ldmatrix (272 B rows)
 constexpr int kLd64 = 72;   // bf16 [.][64] operands read by ldmatrix (144 B rows)
-constexpr int kLdLA = 65;   // fp32 L (lower) / Akk^T (upper)
+constexpr int kLdLA = 68;   // fp32 L (lower) / Akk^T (upper); Invert says why 68
+constexpr int kLdX = 24;    // fp32 [16][24] scratch blocks of the inverse
 constexpr int kLdOt = 24;   // bf16 per-warp [64 tokens][16 v] output transposition
 constexpr int kTiles = 10;  // the lower 16x16 tiles of a 64x64 chunk matrix
 constexpr float kLog2e = 1.4426950408889634f;
@@ -130,7 +131,7 @@ struct Layout {
   static constexpr int kAnc = kAqk;                     // fp32 [8][128]: G of each block's first row, then last row
   static constexpr int kRn = kAnc + 8 * 128 * 4;        // fp32 [128]: 1/|q_i|, then 1/|k_i|
   static constexpr int kF = kUt;                        // fp32 [10][128]: 2^{a_r - z_c} of tile (r, c)
-  static constexpr int kX = kUt;                        // the inverse's scratch [6][16][17] fp32
+  static constexpr int kX = kUt;                        // the inverse's scratch [6][16][kLdX] fp32
   static constexpr int kOt = kLA;
   static_assert(kBytes + 1024 <= 232448, "over the sm_90 opt-in shared memory (with 1 KiB to align)");
   static_assert((kQg | kKg | kAqk | kW) % 1024 == 0, "swizzled tiles on 1 KiB");
@@ -139,7 +140,7 @@ struct Layout {
   static_assert(kC * 128 * 4 <= kR && 2 * kC * kLdQK * 2 <= kR, "raw g, raw q and k fit in a region");
   static_assert(2 * kC * kLd64 * 2 + kC * kLdB * 2 <= kR, "Ab hi, lo and W fit in R1");
   static_assert(kRn + 128 * 4 <= kUt, "anchors and norms fit in Aqk");
-  static_assert(kTiles * 128 * 4 <= BV * kLd64 * 2 && 6 * 16 * 17 * 4 <= BV * kLd64 * 2, "F and X fit in U^T");
+  static_assert(kTiles * 128 * 4 <= BV * kLd64 * 2 && 6 * 16 * kLdX * 4 <= BV * kLd64 * 2, "F and X fit in U^T");
   static_assert(8 * kC * kLdOt * 2 <= kC * kLdLA * 4 + kC * kLdB * 2, "Ot fits in LA and K 2^G");
   // The prep + scan variant's image (kda_gpu.cuh) is W, then [Qg, Kg, Aqk, U^T] as they lie here.
   static_assert(kImgQg == 2 * kSwBlock && kKg == kQg + 2 * kSwBlock && kAqk == kKg + 2 * kSwBlock &&
@@ -411,7 +412,7 @@ __device__ __forceinline__ float AiAt(const float* sLA, int i, int j) {
   return i == j ? 1.f : (i > j ? sLA[j * kLdLA + i] : 0.f);
 }
 // Operands of the 16x16 block products: element (i, j) of block (r, c) of L, of the inverse, or of
-// a 16x16 fp32 scratch block X ([16][17]).
+// a 16x16 fp32 scratch block X ([16][kLdX]).
 struct LBlk {
   const float* s;
   int r, c;
@@ -424,7 +425,7 @@ struct AiBlk {
 };
 struct XBlk {
   const float* x;
-  __device__ float operator()(int i, int j) const { return x[i * 17 + j]; }
+  __device__ float operator()(int i, int j) const { return x[i * kLdX + j]; }
 };
 // acc += A B for 16x16 blocks, tf32 m16n8k8; acc[nt] is the n-tile of columns 8 nt .. 8 nt + 7.
 template <class A, class B>
@@ -445,7 +446,7 @@ __device__ __forceinline__ void StoreX(float* x, const float (*acc)[4], int lane
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) x[(g + 8 * (e >> 1)) * 17 + 8 * nt + 2 * t + (e & 1)] = acc[nt][e];
+    for (int e = 0; e < 4; ++e) x[(g + 8 * (e >> 1)) * kLdX + 8 * nt + 2 * t + (e & 1)] = acc[nt][e];
 }
 // Ai block (r, c) = -acc: into Ab = Ai diag(beta) as bf16 hi + lo (what P4 reads) and, where a later
 // stage reads it, transposed into the upper triangle of sLA.
@@ -479,13 +480,18 @@ __device__ __forceinline__ void StoreAiBlock(float* sLA, const AbOut& ab, const 
 // named barrier over warps 0-3 alone made compute-sanitizer's racecheck report the inverse's Ab
 // writes against P4's reads, across the __syncthreads between them). Writes Ab (P4's operand)
 // block by block.
+// Strides: an MMA fragment reads element (g, t) (g = lane / 4, t = lane % 4) at bank g ld + t from a
+// row-major block and t ld + g from a transposed one. ld = 68 (4 mod 32) makes the first
+// conflict-free and the second two-way; 65 made both up to four-way (ncu: ~6M excess wavefronts a
+// launch at H64). X blocks, read only as row-major B operands (bank t ld + g), take ld = 24
+// (24 t + g: all 32 banks). Both: P3 3.67k -> 3.39k cycles a chunk, H64 0.868-0.871 -> 0.858-0.860 ms.
 template <int BV>
 __device__ void Invert(unsigned char* smem, int tid) {
   using Ly = Layout<BV>;
   float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
   const AbOut ab{reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbh), reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbl),
                  reinterpret_cast<const float*>(smem + Ly::kBeta)};
-  float* sX = reinterpret_cast<float*>(smem + Ly::kX);  // [6][16][17]
+  float* sX = reinterpret_cast<float*>(smem + Ly::kX);  // [6][16][kLdX]
   const int warp = tid >> 5, lane = tid & 31;
   if (tid < 64) {  // diagonal block b, column col: x_i = [i == col] - sum_{u<i} L_iu x_u
     const int b = tid >> 4, col = tid & 15, o = 16 * b;
@@ -508,7 +514,7 @@ __device__ void Invert(unsigned char* smem, int tid) {
   }
   __syncthreads();
   float* X = sX;  // X[0] = X_20, X[1] = X_21, X[2] = X_30, X[3] = X_31 (X = C A^-1); 4, 5 scratch
-  auto Xb = [&](int i) { return X + i * 16 * 17; };
+  auto Xb = [&](int i) { return X + i * 16 * kLdX; };
   float acc[2][4] = {};
   if (warp < 2) {  // Ai_10 = -Ai_11 (L_10 Ai_00);  Ai_32 = -Ai_33 (L_32 Ai_22)
     const int r = warp == 0 ? 1 : 3;
