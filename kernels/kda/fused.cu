@@ -37,7 +37,7 @@
 //     MMA of a 16-wide step to 4t+2, 4t+3: each lane reads four consecutive d with one vector load.
 //   - (I + L)^{-1}: 16x16 diagonal blocks by forward substitution (fp32), then the 32x32 block
 //     formula in three stages of 16x16 tf32 products. L lives in the lower triangle of one fp32
-//     [64][65] buffer and the inverse, transposed, in its upper triangle; each block of the inverse
+//     [64][68] buffer and the inverse, transposed, in its upper triangle; each block of the inverse
 //     is written straight into Ab = Akk diag(beta) (bf16 hi + lo) as well.
 //   - W = Akk diag(beta) (K Gamma) and U^T = V^T (Akk diag(beta))^T: bf16 MMAs, Akk diag(beta)
 //     split hi + lo.
@@ -117,7 +117,7 @@ struct Layout {
   static constexpr int kR2 = kR1 + kR;
   static constexpr int kR3 = kR2 + kR;
   static constexpr int kV = kR3 + kR;                   // v slice [64][BV+8] bf16
-  static constexpr int kLA = kV + kC * kLdV * 2;        // fp32 [64][65]
+  static constexpr int kLA = kV + kC * kLdV * 2;        // fp32 [64][kLdLA]
   static constexpr int kKgam = kLA + kC * kLdLA * 4;    // K 2^G bf16 [64][136]
   static constexpr int kQg = Align1k(kKgam + kC * kLdB * 2);  // the scan's operands from here on
   static constexpr int kKg = kQg + 2 * kSwBlock;
