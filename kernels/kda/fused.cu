@@ -906,14 +906,15 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       uint4 raw[8];
 #pragma unroll
       for (int m = 0; m < 8; ++m) raw[m] = *reinterpret_cast<const uint4*>(src + 8 * (2 * ((m + 2 * qk) & 7) + par));
-      float ss = 0.f;
+      float part[4] = {};  // four independent chains of 16 FMAs, not one of 64
 #pragma unroll
       for (int m = 0; m < 8; ++m) {
         float x[8];
         Unpack8(raw[m], x);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) ss = fmaf(x[e], x[e], ss);
+        for (int e = 0; e < 8; ++e) part[e & 3] = fmaf(x[e], x[e], part[e & 3]);
       }
+      float ss = (part[0] + part[1]) + (part[2] + part[3]);
       ss += __shfl_xor_sync(0xffffffffu, ss, 2);
       if (!par) sRn[qk * kC + row] = rsqrtf(ss + 1e-6f);
     }
