@@ -684,6 +684,12 @@ struct ChunkAt {
   int gc;      // its global chunk: with h, the index of its image (prep alone)
 };
 
+// Chunk c (from 0) of a sequence of len tokens from bos, in batch row b, head h.
+__device__ __forceinline__ ChunkAt ChunkOf(int h, int b, int64_t bos, int64_t len, int64_t c, int gc) {
+  const int64_t left = len - c * kC;
+  return ChunkAt{h, b, bos + c * kC, int(left < kC ? left : kC), gc};
+}
+
 // Prep alone walks (head, global chunk) pairs, item h * p.prep_chunks + gc, each CTA an equal share
 // of them across heads and sequences (parts of sequences, one a CTA, left the last wave's SMs idle:
 // H96 ran 99 chunk-times of work that fills 93). A CTA's items ascend, so the sequence that holds a
@@ -694,7 +700,7 @@ struct PrepCursor {
   int64_t bos, len;
   __device__ void Sequence(const Params& p, int m) {
     n = m;
-    bos = p.cu ? p.cu[m] : 0, len = p.cu ? p.cu[m + 1] - p.cu[m] : p.T;
+    SeqSpan(p, m, bos, len);
     nch = int((len + kC - 1) / kC);
   }
   __device__ PrepCursor(const Params& p, int64_t first)
@@ -712,8 +718,7 @@ struct PrepCursor {
       item += p.prep_chunks - gc, ++h, gc = 0, chunk0 = 0;  // past the last sequence: the next head
       Sequence(p, 0);
     }
-    const int64_t c = gc - chunk0;
-    out = ChunkAt{h, p.cu ? 0 : n, bos + c * kC, int(len - c * kC < kC ? len - c * kC : kC), gc};
+    out = ChunkOf(h, p.cu ? 0 : n, bos, len, gc - chunk0, gc);
     return true;
   }
   __device__ void Advance() { ++item, ++gc; }
@@ -728,7 +733,7 @@ struct GateOf {
 #pragma unroll
     for (int e = 0; e < 4; ++e) dtb[e] = p.gate != KDA_GATE_LOG_DECAY && p.dt_bias ? p.dt_bias[h * kK + 4 * lane + e] : 0.f;
   }
-  __device__ GateOf() = default;
+  GateOf() = default;
 };
 
 // kPrep: only the chunk-parallel preparation (BV = 128), over a share of the (chunk, head) pairs
@@ -766,8 +771,8 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   // The fused kernel's CTA: (sequence n, head h, V slice vs), walking chunks 0 .. of n.
   const int vs = blockIdx.x % kNV, h = (blockIdx.x / kNV) % p.H, n = blockIdx.x / (kNV * p.H);
   const int v0 = vs * BV;
-  int64_t bos = 0, len = p.T;
-  if (!kPrep && p.cu) bos = p.cu[n], len = p.cu[n + 1] - p.cu[n];
+  int64_t bos = 0, len = 0;
+  if (!kPrep) SeqSpan(p, n, bos, len);
   const int64_t items = kPrep ? p.prep_chunks * p.H : 0;
   const int64_t item_end = kPrep ? int64_t(blockIdx.x + 1) * items / gridDim.x : (len + kC - 1) / kC;
   PrepCursor cursor(p, kPrep ? int64_t(blockIdx.x) * items / gridDim.x : 0);
@@ -781,7 +786,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     } else {
       const int64_t i = fused_next++;
       if (i >= item_end) return false;
-      out = ChunkAt{h, p.cu ? 0 : n, bos + i * kC, int(len - i * kC < kC ? len - i * kC : kC), 0};
+      out = ChunkOf(h, p.cu ? 0 : n, bos, len, i, 0);
       return true;
     }
   };
@@ -1177,8 +1182,8 @@ __global__ void __launch_bounds__(BV * 2, 1) ScanKernel(const Params p) {
     const ScanOps ops{base + kImgW, base + kImgQg, base + kImgQg + 2 * kSwBlock, base + kImgQg + 4 * kSwBlock,
                       reinterpret_cast<const __nv_bfloat16*>(base + kImgUt), reinterpret_cast<const float*>(base + Ring::kGam),
                       reinterpret_cast<__nv_bfloat16*>(smem + Ring::kOt)};
-    const int64_t left = seq.len - int64_t(c) * kC;
-    ScanChunk<BV>(p, ops, st, seq.b, h, v0, seq.bos + int64_t(c) * kC, left < kC ? int(left) : kC, warp, lane);
+    const ChunkAt ch = ChunkOf(h, seq.b, seq.bos, seq.len, c, 0);
+    ScanChunk<BV>(p, ops, st, ch.b, h, v0, ch.t0, ch.rows, warp, lane);
     __syncthreads();  // every warp is done with the stage (ScanChunk waits for its wgmma)
     if (tid == 0) issue(c + Ring::kStages);
   }

@@ -79,13 +79,19 @@ struct SeqInfo {
   int b;
   int chunk0;
 };
+// Token range [bos, bos + len) of sequence n.
+__device__ inline void SeqSpan(const Params& p, int n, int64_t& bos, int64_t& len) {
+  if (p.cu) bos = p.cu[n], len = p.cu[n + 1] - p.cu[n];
+  else bos = 0, len = p.T;
+}
 __device__ inline SeqInfo GetSeq(const Params& p, int n) {
   SeqInfo s;
+  SeqSpan(p, n, s.bos, s.len);
   if (!p.cu) {
-    s.b = n, s.bos = 0, s.len = p.T;
+    s.b = n;
     s.chunk0 = n * ((p.T + kC - 1) / kC);
   } else {
-    s.b = 0, s.bos = p.cu[n], s.len = p.cu[n + 1] - p.cu[n];
+    s.b = 0;
     int c = 0;
     for (int m = 0; m < n; ++m) c += int((p.cu[m + 1] - p.cu[m] + kC - 1) / kC);
     s.chunk0 = c;
