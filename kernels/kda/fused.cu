@@ -7,14 +7,17 @@
 // One kernel costs the preparation's ~17k cycles a chunk on the sequential path of every head, and
 // where N*H heads leave SMs idle, those SMs idle. The prep + scan variant instead runs the same
 // preparation chunk-parallel on every SM (FusedKernel<kV, true>), storing each chunk's scan operands
-// as they lie in shared memory (76 KB, the chunk's "image"), and then ScanKernel walks the images with
-// the state on chip (one or two CTAs a head). The images cost ~1.25 GB of traffic at B1 T8192 H64
-// (0.26 ms at 4.8 TB/s) and buy 64 heads the whole GPU: 0.89 against 1.41 ms. kda_fwd picks between
-// them by measurement (AutoVariant in kda_gpu.cuh).
+// as the fused kernel's shared memory holds them (76 KB, the chunk's "image"), and then ScanKernel
+// walks the images with the state on chip (one or two CTAs a head). The images cost ~1.25 GB of
+// traffic at B1 T8192 H64 (0.26 ms at 4.8 TB/s) and buy 64 heads the whole GPU: 0.78 against 1.38 ms.
+// The preparation alone has a layout of its own (PrepLayout, ~112 KB) so that two of its CTAs share
+// an SM: with one (the fused kernel's ~220 KB) it was latency-bound at two warps a scheduler (0.86 ms
+// at H64 against 0.78). kda_fwd picks between the variants by measurement (AutoVariant in kda_gpu.cuh).
 //
 // Tiles and why:
 //   - 256 threads (8 warps), one CTA per SM (~220 KB of shared memory, BV = 128), up to 255
 //     registers a thread: the scan keeps a 16 x 128 fp32 slice of the state per warp (64 registers).
+//     The preparation alone: two CTAs an SM, 128 registers a thread (32 bytes spilled).
 //   - The scan is TRANSPOSED so that every warpgroup owns 64 rows v of S^T [V][K] and needs no
 //     other: V_new^T = U^T - S^T W^T, O^T = S^T Qg^T + V_new^T Aqk^T, S^T = S^T Diag(gamma) +
 //     V_new^T Kg, on wgmma. S^T is the register A operand of the first two products straight from
@@ -133,6 +136,13 @@ struct Layout {
   static constexpr int kF = kUt;                        // fp32 [10][128]: 2^{a_r - z_c} of tile (r, c)
   static constexpr int kX = kUt;                        // the inverse's scratch [6][16][kLdX] fp32
   static constexpr int kOt = kLA;
+  static constexpr int kTot = kLA;  // fp32 [8][128]: each warp's G increase (P1)
+  static constexpr int kGrawBf16 = kR2;
+  static constexpr int kLP = kLA;   // where P2 writes L (at LOff)
+  // Element (row, d) of an fp32 [64][128] region R1..R3; byte b of raw q's or k's row; L(i, j).
+  __device__ static int F32(int row, int d) { return row * kLdF + d; }
+  __device__ static int Raw(int row, int b) { return row * kLdQK * 2 + b; }
+  __device__ static int LOff(int i, int j) { return i * kLdLA + j; }
   static_assert(kBytes + 1024 <= 232448, "over the sm_90 opt-in shared memory (with 1 KiB to align)");
   static_assert((kQg | kKg | kAqk | kW) % 1024 == 0, "swizzled tiles on 1 KiB");
   static_assert((kR2 | kR3 | kV | kLA | kKgam | kQg | kKg | kAqk | kUt | kBeta | kGam | kKraw | kAbl | kW | kRn) % 16 == 0,
@@ -148,18 +158,64 @@ struct Layout {
                 "the chunk image mirrors this layout");
 };
 
+// Prep alone's shared memory: under 113 KB, so that two CTAs share an SM (one CTA an SM left the
+// preparation latency-bound at two warps a scheduler). A region is reused once what it held is dead:
+//   R1  Qa (P1b, P2; G in an exact chunk)  -> Akk^T (P3) -> W, U^T's first rows (P4, then the image)
+//   R2  raw g -> Ka (q^ exact)             -> U^T's last rows, K 2^G, v's first rows (P2c .. P4)
+//   R3  raw q, k -> Kb (k^ exact)          -> v's last rows, Ab hi + lo, X (P3, P4)
+//   F   2^{a_r - z_c} (P1b, P2)            LP  the warps' totals, anchors and norms (P1), L (P2, P3)
+// Aqk, Qg, Kg and gamma go from registers to the chunk's image (kda_gpu.cuh); W and U^T by bulk
+// copies (stored from fragments, 4 bytes to a row, they cost ~0.1 ms at H64). The next chunk's
+// inputs load after P4 (the other CTA on the SM has work meanwhile), raw g once the copies have
+// read U^T (bf16 g sits past it).
+// R1..R3 are rows of 512 bytes without padding: odd rows XOR their 16-byte groups with 4, so that
+// P2's fragment reads (rows g and g + 1 of a quarter warp, groups t) fill the banks as padded rows
+// did; raw q and k rows (256 bytes) XOR their 16-byte pieces with 2 for the row norms' reads.
+struct PrepLayout {
+  static constexpr int kR = kC * 128 * 4;
+  static constexpr int kR1 = 0, kR2 = kR, kR3 = 2 * kR;
+  static constexpr int kQraw = kR3, kKraw = kR3 + kC * 256;
+  static constexpr int kF = 3 * kR;
+  static constexpr int kLP = kF + kTiles * 128 * 4;
+  static constexpr int kLdTile = 17;                  // L's tiles [16][17] fp32
+  static constexpr int kTot = kLP, kAnc = kTot + 8 * 128 * 4, kRn = kAnc + 8 * 128 * 4;
+  static constexpr int kBeta = kLP + kTiles * 16 * kLdTile * 4;
+  static constexpr int kBytes = kBeta + kC * 4;
+  static constexpr int kGam = kBeta;                  // (gamma goes to the image)
+  static constexpr int kLA = kR1;                     // Akk^T (P3)
+  static constexpr int kW = kR1, kUt = kW + 2 * kSwBlock;   // P4
+  static constexpr int kKgam = kUt + gpu::kV * kLd64 * 2;
+  static constexpr int kGrawBf16 = kKgam;             // raw bf16 g: clear of U^T's copy
+  static constexpr int kLdV = gpu::kV + 8;
+  static constexpr int kV = kKgam + kC * kLdB * 2;
+  static constexpr int kAbh = kV + kC * kLdV * 2, kAbl = kAbh + kC * kLd64 * 2;
+  static constexpr int kX = kAbl + kC * kLd64 * 2;
+  __device__ static int F32(int row, int d) { return row * 128 + ((((d >> 2) ^ ((row & 1) << 2)) << 2) | (d & 3)); }
+  __device__ static int Raw(int row, int b) { return row * 256 + (b ^ ((row & 1) << 5)); }
+  __device__ static int LOff(int i, int j) {
+    const int r = i >> 4, c = j >> 4;
+    return (r * (r + 1) / 2 + c) * 16 * kLdTile + (i & 15) * kLdTile + (j & 15);
+  }
+  static_assert(kPrepCtasPerSm * (kBytes + 1024 + 1024) <= 233472, "two CTAs an SM (each with 1 KiB to align, 1 KiB reserved)");
+  static_assert(kRn + kC * 2 * 4 <= kBeta && kX + 6 * 16 * kLdX * 4 <= kF && kC * kLdLA * 4 <= kR2 &&
+                    kGrawBf16 + kC * 256 <= kR3,
+                "the norms in LP, X before F, LA in R1, bf16 g in R2");
+  static_assert((kR2 | kR3 | kKraw | kF | kLP | kAnc | kRn | kBeta | kUt | kKgam | kV | kAbh | kAbl | kX) % 16 == 0,
+                "every region 16-byte aligned (cp.async, ldmatrix, vector loads)");
+};
+
 __device__ __forceinline__ void CpAsync16Z(void* smem, const void* gmem, bool in) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddr(smem)), "l"(gmem),
                "r"(in ? 16 : 0));
 }
 // 64 rows of kRowBytes (a multiple of 16) from src (row r at src + r src_stride) to dst (row r at
-// dst + r dst_stride) by cp.async; rows >= rows are zero-filled.
+// dst + r dst_stride, its 16-byte pieces XOR odd_xor on odd rows) by cp.async; rows >= rows are zero-filled.
 // A warp's copy covers R = 512 / kRowBytes rows, spaced 8 apart: every padded stride here is 16 or 32
 // bytes over a multiple of 128, so rows 8 apart start on the same bank and the warp's pieces meet no
 // conflict (adjacent rows, as before, cost ~3.3M excess shared wavefronts a B1 T8192 H64 run, ncu).
 template <int kRowBytes>
 __device__ __forceinline__ void LoadRows(unsigned char* dst, int dst_stride, const unsigned char* src,
-                                         int64_t src_stride, int rows, int tid) {
+                                         int64_t src_stride, int rows, int tid, int odd_xor = 0) {
   constexpr int kPieces = kRowBytes / 16, kR = 32 / kPieces;
   static_assert(kC * kPieces % kThreads == 0 && 32 % kPieces == 0, "whole rounds of 16-byte pieces");
   const int warp = tid >> 5, lane = tid & 31, c = (lane % kPieces) * 16;
@@ -167,7 +223,7 @@ __device__ __forceinline__ void LoadRows(unsigned char* dst, int dst_stride, con
   for (int x = 0; x < kC * kPieces / kThreads; ++x) {
     const int grp = x * (kThreads / 32) + warp, r = 8 * kR * (grp / 8) + grp % 8 + 8 * (lane / kPieces);
     const bool in = r < rows;
-    CpAsync16Z(dst + r * dst_stride + c, src + (in ? r : 0) * src_stride + c, in);
+    CpAsync16Z(dst + r * dst_stride + (c ^ ((r & 1) * odd_xor)), src + (in ? r : 0) * src_stride + c, in);
   }
 }
 // D[16x8] += A[16x8] B[8x8], tf32: a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4); b0 (k t, n g),
@@ -231,12 +287,11 @@ __device__ __forceinline__ uint32_t RoundTf32(float x) { return __float_as_uint(
 
 // Scale, mask (diagonal tiles) and store n-tile nt (8 columns) of tile (r, c) of Aqk (bf16) and L
 // (fp32, strictly lower).
-template <int BV>
-__device__ __forceinline__ void StoreTile(unsigned char* smem, const float* aq, const float* ak, int r, int c, int nt,
-                                          int lane, float scale) {
-  using Ly = Layout<BV>;
+template <class Ly>
+__device__ __forceinline__ void StoreTile(unsigned char* smem, unsigned char* aqk, const float* aq, const float* ak, int r,
+                                          int c, int nt, int lane, float scale) {
   const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
-  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  float* sL = reinterpret_cast<float*>(smem + Ly::kLP);
   const int g = lane >> 2, t = lane & 3;
   const bool diag = c == r;
 #pragma unroll
@@ -248,9 +303,9 @@ __device__ __forceinline__ void StoreTile(unsigned char* smem, const float* aq, 
     if (diag) {  // select, never multiply: the masked half may be huge
       q0 = j <= i ? q0 : 0.f, q1 = j + 1 <= i ? q1 : 0.f;
     }
-    *reinterpret_cast<uint32_t*>(smem + Ly::kAqk + SwOff(i, j)) = PackBf16(q0, q1);
-    if (!diag || j < i) sLA[i * kLdLA + j] = l0;
-    if (!diag || j + 1 < i) sLA[i * kLdLA + j + 1] = l1;
+    *reinterpret_cast<uint32_t*>(aqk + SwOff(i, j)) = PackBf16(q0, q1);
+    if (!diag || j < i) sL[Ly::LOff(i, j)] = l0;
+    if (!diag || j + 1 < i) sL[Ly::LOff(i, j + 1)] = l1;
   }
 }
 
@@ -261,9 +316,8 @@ __device__ __forceinline__ void StoreTile(unsigned char* smem, const float* aq, 
 // still; on it F_t <= 2^{span} (<= 2^110: exact chunks take GatedTile / ExactTile instead).
 // The sum over d is order-free, so MMA k-index t maps to d = 4t (t+4 to 4t+1) and the second MMA
 // of a 16-wide step to 4t+2, 4t+3: each lane reads four consecutive d with one vector load.
-template <int BV, int NF>
-__device__ __forceinline__ void FactoredTiles(unsigned char* smem, int r, int c0, int lane, float scale) {
-  using Ly = Layout<BV>;
+template <class Ly, int NF>
+__device__ __forceinline__ void FactoredTiles(unsigned char* smem, unsigned char* aqk, int r, int c0, int lane, float scale) {
   const float* sQa = reinterpret_cast<const float*>(smem + Ly::kR1);
   const float* sKa = reinterpret_cast<const float*>(smem + Ly::kR2);
   const float* sKb = reinterpret_cast<const float*>(smem + Ly::kR3);
@@ -273,16 +327,16 @@ __device__ __forceinline__ void FactoredTiles(unsigned char* smem, int r, int c0
   KDA_UNROLL(KDA_TILE_UNROLL)
   for (int s = 0; s < 8; ++s) {
     const int d = 16 * s + 4 * t;
-    const uint4 q0 = *reinterpret_cast<const uint4*>(sQa + i0 * kLdF + d);
-    const uint4 q1 = *reinterpret_cast<const uint4*>(sQa + (i0 + 8) * kLdF + d);
-    const uint4 k0 = *reinterpret_cast<const uint4*>(sKa + i0 * kLdF + d);
-    const uint4 k1 = *reinterpret_cast<const uint4*>(sKa + (i0 + 8) * kLdF + d);
+    const uint4 q0 = *reinterpret_cast<const uint4*>(sQa + Ly::F32(i0, d));
+    const uint4 q1 = *reinterpret_cast<const uint4*>(sQa + Ly::F32(i0 + 8, d));
+    const uint4 k0 = *reinterpret_cast<const uint4*>(sKa + Ly::F32(i0, d));
+    const uint4 k1 = *reinterpret_cast<const uint4*>(sKa + Ly::F32(i0 + 8, d));
 #pragma unroll
     for (int x = 0; x < NF; ++x) {
       const float4 f = *reinterpret_cast<const float4*>(sF + x * kK + d);
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        const float4 kb = *reinterpret_cast<const float4*>(sKb + (16 * (c0 + x) + 8 * nt + g) * kLdF + d);
+        const float4 kb = *reinterpret_cast<const float4*>(sKb + Ly::F32(16 * (c0 + x) + 8 * nt + g, d));
         const uint32_t b0 = RoundTf32(kb.x * f.x), b1 = RoundTf32(kb.y * f.y);
         const uint32_t b2 = RoundTf32(kb.z * f.z), b3 = RoundTf32(kb.w * f.w);
         // k-index t <-> d, t+4 <-> d+1 (first MMA); t <-> d+2, t+4 <-> d+3 (second)
@@ -296,15 +350,14 @@ __device__ __forceinline__ void FactoredTiles(unsigned char* smem, int r, int c0
 #pragma unroll
   for (int x = 0; x < NF; ++x)
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) StoreTile<BV>(smem, aq[x][nt], ak[x][nt], r, c0 + x, nt, lane, scale);
+    for (int nt = 0; nt < 2; ++nt) StoreTile<Ly>(smem, aqk, aq[x][nt], ak[x][nt], r, c0 + x, nt, lane, scale);
 }
 
 // Exact chunks (some block's span passes 110, which only an unbounded gate reaches): R1 keeps G,
 // R2 and R3 hold the normalised q and k in fp32. Off-diagonal tile (r, c) with the exponentials
 // taken per tile from the anchor a = 16r, both factors <= 1.
-template <int BV>
-__device__ __forceinline__ void GatedTile(unsigned char* smem, int r, int c, int lane, float scale) {
-  using Ly = Layout<BV>;
+template <class Ly>
+__device__ __forceinline__ void GatedTile(unsigned char* smem, unsigned char* aqk, int r, int c, int lane, float scale) {
   const float* sG = reinterpret_cast<const float*>(smem + Ly::kR1);
   const float* sQ = reinterpret_cast<const float*>(smem + Ly::kR2);
   const float* sK = reinterpret_cast<const float*>(smem + Ly::kR3);
@@ -312,14 +365,14 @@ __device__ __forceinline__ void GatedTile(unsigned char* smem, int r, int c, int
   float aq[2][4] = {}, ak[2][4] = {};
   for (int s = 0; s < 8; ++s) {
     const int d = 16 * s + 4 * t;
-    const float4 ga = *reinterpret_cast<const float4*>(sG + a * kLdF + d);
+    const float4 ga = *reinterpret_cast<const float4*>(sG + Ly::F32(a, d));
     uint32_t qt[2][4], kt[2][4];  // A side, rows g and g+8
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int i = a + g + 8 * h;
-      const float4 gi = *reinterpret_cast<const float4*>(sG + i * kLdF + d);
-      const float4 q4 = *reinterpret_cast<const float4*>(sQ + i * kLdF + d);
-      const float4 k4 = *reinterpret_cast<const float4*>(sK + i * kLdF + d);
+      const float4 gi = *reinterpret_cast<const float4*>(sG + Ly::F32(i, d));
+      const float4 q4 = *reinterpret_cast<const float4*>(sQ + Ly::F32(i, d));
+      const float4 k4 = *reinterpret_cast<const float4*>(sK + Ly::F32(i, d));
       const float f[4] = {Ex2(gi.x - ga.x), Ex2(gi.y - ga.y), Ex2(gi.z - ga.z), Ex2(gi.w - ga.w)};
       qt[h][0] = RoundTf32(q4.x * f[0]), qt[h][1] = RoundTf32(q4.y * f[1]);
       qt[h][2] = RoundTf32(q4.z * f[2]), qt[h][3] = RoundTf32(q4.w * f[3]);
@@ -329,8 +382,8 @@ __device__ __forceinline__ void GatedTile(unsigned char* smem, int r, int c, int
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       const int j = 16 * c + 8 * nt + g;
-      const float4 gj = *reinterpret_cast<const float4*>(sG + j * kLdF + d);
-      const float4 k4 = *reinterpret_cast<const float4*>(sK + j * kLdF + d);
+      const float4 gj = *reinterpret_cast<const float4*>(sG + Ly::F32(j, d));
+      const float4 k4 = *reinterpret_cast<const float4*>(sK + Ly::F32(j, d));
       const uint32_t b0 = RoundTf32(k4.x * Ex2(ga.x - gj.x)), b1 = RoundTf32(k4.y * Ex2(ga.y - gj.y));
       const uint32_t b2 = RoundTf32(k4.z * Ex2(ga.z - gj.z)), b3 = RoundTf32(k4.w * Ex2(ga.w - gj.w));
       MmaTf32(aq[nt], qt[0][0], qt[1][0], qt[0][1], qt[1][1], b0, b1);
@@ -339,31 +392,30 @@ __device__ __forceinline__ void GatedTile(unsigned char* smem, int r, int c, int
       MmaTf32(ak[nt], kt[0][2], kt[1][2], kt[0][3], kt[1][3], b2, b3);
     }
   }
-  StoreTile<BV>(smem, aq[0], ak[0], r, c, 0, lane, scale);
-  StoreTile<BV>(smem, aq[1], ak[1], r, c, 1, lane, scale);
+  StoreTile<Ly>(smem, aqk, aq[0], ak[0], r, c, 0, lane, scale);
+  StoreTile<Ly>(smem, aqk, aq[1], ak[1], r, c, 1, lane, scale);
 }
 // Exact chunks: diagonal tile (r, r), one exp2 per term (each <= 1).
-template <int BV>
-__device__ __forceinline__ void ExactTile(unsigned char* smem, int r, int lane, float scale) {
-  using Ly = Layout<BV>;
+template <class Ly>
+__device__ __forceinline__ void ExactTile(unsigned char* smem, unsigned char* aqk, int r, int lane, float scale) {
   const float* sG = reinterpret_cast<const float*>(smem + Ly::kR1);
   const float* sQ = reinterpret_cast<const float*>(smem + Ly::kR2);
   const float* sK = reinterpret_cast<const float*>(smem + Ly::kR3);
   const float* sBeta = reinterpret_cast<const float*>(smem + Ly::kBeta);
-  float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  float* sL = reinterpret_cast<float*>(smem + Ly::kLP);
   const int a = 16 * r;
   for (int pi = lane; pi < 256; pi += 32) {
     const int i = a + (pi >> 4), j = a + (pi & 15);
     float sqk = 0.f, skk = 0.f;
     if (j <= i) {
       for (int d = 0; d < 128; ++d) {
-        const float kj = sK[j * kLdF + d] * Ex2(sG[i * kLdF + d] - sG[j * kLdF + d]);
-        sqk += sQ[i * kLdF + d] * kj;
-        skk += sK[i * kLdF + d] * kj;
+        const float kj = sK[Ly::F32(j, d)] * Ex2(sG[Ly::F32(i, d)] - sG[Ly::F32(j, d)]);
+        sqk += sQ[Ly::F32(i, d)] * kj;
+        skk += sK[Ly::F32(i, d)] * kj;
       }
     }
-    *reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAqk + SwOff(i, j)) = __float2bfloat16_rn(scale * sqk);
-    if (j < i) sLA[i * kLdLA + j] = sBeta[i] * skk;
+    *reinterpret_cast<__nv_bfloat16*>(aqk + SwOff(i, j)) = __float2bfloat16_rn(scale * sqk);
+    if (j < i) sL[Ly::LOff(i, j)] = sBeta[i] * skk;
   }
 }
 // Warp w builds tiles (r, c0 .. c0 + nc - 1) of one row block: they share the A side, and P2 is
@@ -384,39 +436,41 @@ __device__ __forceinline__ TileJob JobOf(int warp) {
     default: return {0, 0, 0};
   }
 }
-template <int BV>
-__device__ void BuildTiles(unsigned char* smem, bool exact, int warp, int lane, float scale) {
+template <class Ly>
+__device__ void BuildTiles(unsigned char* smem, unsigned char* aqk, bool exact, int warp, int lane, float scale) {
   // The scan's wgmma reads all of Aqk: the six tiles above the diagonal are zeros (the region held
   // the anchors during P1), 16 bytes a thread.
   if (const int x = 32 * warp + lane; x < 6 * 32) {
     const int u = x >> 5, r = u < 3 ? 0 : u < 5 ? 1 : 2, c = u < 3 ? u + 1 : u < 5 ? u - 1 : 3;
-    *reinterpret_cast<uint4*>(smem + Layout<BV>::kAqk + SwOff(16 * r + ((x & 31) >> 1), 16 * c + 8 * (x & 1))) =
+    *reinterpret_cast<uint4*>(aqk + SwOff(16 * r + ((x & 31) >> 1), 16 * c + 8 * (x & 1))) =
         make_uint4(0, 0, 0, 0);
   }
   const TileJob job = JobOf(warp);
   if (!exact) {
-    if (job.nc == 2) FactoredTiles<BV, 2>(smem, job.r, job.c0, lane, scale);
-    if (job.nc == 1) FactoredTiles<BV, 1>(smem, job.r, job.c0, lane, scale);
+    if (job.nc == 2) FactoredTiles<Ly, 2>(smem, aqk, job.r, job.c0, lane, scale);
+    if (job.nc == 1) FactoredTiles<Ly, 1>(smem, aqk, job.r, job.c0, lane, scale);
     return;
   }
   for (int c = job.c0; c < job.c0 + job.nc; ++c) {
-    if (c == job.r) ExactTile<BV>(smem, c, lane, scale);
-    else GatedTile<BV>(smem, job.r, c, lane, scale);
+    if (c == job.r) ExactTile<Ly>(smem, aqk, c, lane, scale);
+    else GatedTile<Ly>(smem, aqk, job.r, c, lane, scale);
   }
 }
 
 // ---- P3: the inverse ----------------------------------------------------------------------------
-// L(i, j) = sLA[i][j] for i > j; Ai(i, j) = 1 on the diagonal, sLA[j][i] below it (the inverse is
-// kept transposed in the upper triangle, where L has nothing).
+// L(i, j) (i > j) at Ly::LOff(i, j) from Ly::kLP; Ai(i, j) = 1 on the diagonal, sLA[j][i] below it
+// (the inverse is kept transposed in the upper triangle of sLA, which holds L's lower one in the
+// fused kernel's layout).
 __device__ __forceinline__ float AiAt(const float* sLA, int i, int j) {
   return i == j ? 1.f : (i > j ? sLA[j * kLdLA + i] : 0.f);
 }
 // Operands of the 16x16 block products: element (i, j) of block (r, c) of L, of the inverse, or of
 // a 16x16 fp32 scratch block X ([16][kLdX]).
+template <class Ly>
 struct LBlk {
-  const float* s;
+  const float* s;  // at Ly::kLP
   int r, c;
-  __device__ float operator()(int i, int j) const { return s[(16 * r + i) * kLdLA + 16 * c + j]; }
+  __device__ float operator()(int i, int j) const { return s[Ly::LOff(16 * r + i, 16 * c + j)]; }
 };
 struct AiBlk {
   const float* s;
@@ -485,10 +539,10 @@ __device__ __forceinline__ void StoreAiBlock(float* sLA, const AbOut& ab, const 
 // conflict-free and the second two-way; 65 made both up to four-way (ncu: ~6M excess wavefronts a
 // launch at H64). X blocks, read only as row-major B operands (bank t ld + g), take ld = 24
 // (24 t + g: all 32 banks). Both: P3 3.67k -> 3.39k cycles a chunk, H64 0.868-0.871 -> 0.858-0.860 ms.
-template <int BV>
+template <class Ly>
 __device__ void Invert(unsigned char* smem, int tid) {
-  using Ly = Layout<BV>;
   float* sLA = reinterpret_cast<float*>(smem + Ly::kLA);
+  const float* sL = reinterpret_cast<const float*>(smem + Ly::kLP);
   const AbOut ab{reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbh), reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbl),
                  reinterpret_cast<const float*>(smem + Ly::kBeta)};
   float* sX = reinterpret_cast<float*>(smem + Ly::kX);  // [6][16][kLdX]
@@ -500,7 +554,7 @@ __device__ void Invert(unsigned char* smem, int tid) {
     for (int i = 0; i < 16; ++i) {
       float acc = i == col ? 1.f : 0.f;
 #pragma unroll
-      for (int u = 0; u < i; ++u) acc -= sLA[(o + i) * kLdLA + o + u] * x[u];
+      for (int u = 0; u < i; ++u) acc -= sL[Ly::LOff(o + i, o + u)] * x[u];
       x[i] = acc;
     }
     const float bc = ab.beta[o + col];
@@ -518,22 +572,22 @@ __device__ void Invert(unsigned char* smem, int tid) {
   float acc[2][4] = {};
   if (warp < 2) {  // Ai_10 = -Ai_11 (L_10 Ai_00);  Ai_32 = -Ai_33 (L_32 Ai_22)
     const int r = warp == 0 ? 1 : 3;
-    BlockMma(acc, LBlk{sLA, r, r - 1}, AiBlk{sLA, r - 1, r - 1}, lane);
+    BlockMma(acc, LBlk<Ly>{sL, r, r - 1}, AiBlk{sLA, r - 1, r - 1}, lane);
     StoreX(Xb(4 + warp), acc, lane);
     __syncwarp();
     float res[2][4] = {};
     BlockMma(res, AiBlk{sLA, r, r}, XBlk{Xb(4 + warp)}, lane);
     StoreAiBlock(sLA, ab, res, r, r - 1, true, lane);
   } else if (warp < 4) {  // X_21 = L_21 Ai_11;  X_31 = L_31 Ai_11
-    BlockMma(acc, LBlk{sLA, warp, 1}, AiBlk{sLA, 1, 1}, lane);
+    BlockMma(acc, LBlk<Ly>{sL, warp, 1}, AiBlk{sLA, 1, 1}, lane);
     StoreX(Xb(warp == 2 ? 1 : 3), acc, lane);
   }
   __syncthreads();
   if (warp < 2) {  // X_r0 = L_r0 Ai_00 + L_r1 Ai_10  (r = 2, 3)
     const int r = 2 + warp;
     float x0[2][4] = {};
-    BlockMma(x0, LBlk{sLA, r, 0}, AiBlk{sLA, 0, 0}, lane);
-    BlockMma(x0, LBlk{sLA, r, 1}, AiBlk{sLA, 1, 0}, lane);
+    BlockMma(x0, LBlk<Ly>{sL, r, 0}, AiBlk{sLA, 0, 0}, lane);
+    BlockMma(x0, LBlk<Ly>{sL, r, 1}, AiBlk{sLA, 1, 0}, lane);
     StoreX(Xb(2 * warp), x0, lane);
   }
   __syncthreads();
@@ -739,31 +793,25 @@ struct GateOf {
 // kPrep: only the chunk-parallel preparation (BV = 128), over a share of the (chunk, head) pairs
 // (PrepCursor), storing each chunk's scan operands to its image in the workspace, for ScanKernel.
 template <int BV, bool kPrep>
-__global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
-  using Ly = Layout<BV>;
+__global__ void __launch_bounds__(kThreads, kPrep ? kPrepCtasPerSm : 1) FusedKernel(const Params p) {
+  using Ly = std::conditional_t<kPrep, PrepLayout, Layout<BV>>;
   constexpr int kNV = kV / BV;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - SmemAddr(smem_raw) % 1024) % 1024);  // the swizzle's alignment
-  auto* sQraw = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kQraw);
-  auto* sKraw = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKraw);
   float* sG = reinterpret_cast<float*>(smem + Ly::kR1);
   float* sQa = reinterpret_cast<float*>(smem + Ly::kR1);
   float* sKa = reinterpret_cast<float*>(smem + Ly::kR2);
   float* sKb = reinterpret_cast<float*>(smem + Ly::kR3);
-  unsigned char* sGraw = smem + Ly::kR2;
+  unsigned char* sGraw = smem + (p.g_bf16 ? Ly::kGrawBf16 : Ly::kR2);
   auto* sAbh = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbh);
   auto* sAbl = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kAbl);
-  auto* sOt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kOt);
   auto* sKgam = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kKgam);
   auto* sV = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kV);
   float* sBeta = reinterpret_cast<float*>(smem + Ly::kBeta);
-  // Prep alone keeps Qg and Kg in no shared memory (they go to the image from registers), so the
-  // anchors and norms move there, out of Aqk's region, which the image's store reads until P1 ends.
-  float* sAnc = reinterpret_cast<float*>(smem + (kPrep ? Ly::kQg : Ly::kAnc));
-  float* sRn = reinterpret_cast<float*>(smem + (kPrep ? Ly::kQg + Ly::kRn - Ly::kAnc : Ly::kRn));
-  float* sTot = reinterpret_cast<float*>(smem + Ly::kLA);  // [8][128]: each warp's G increase (P1)
+  float* sAnc = reinterpret_cast<float*>(smem + Ly::kAnc);
+  float* sRn = reinterpret_cast<float*>(smem + Ly::kRn);
+  float* sTot = reinterpret_cast<float*>(smem + Ly::kTot);  // [8][128]: each warp's G increase (P1)
   float* sF = reinterpret_cast<float*>(smem + Ly::kF);
-  auto* sUt = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kUt);
   float* sGam = reinterpret_cast<float*>(smem + Ly::kGam);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -796,8 +844,9 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     return static_cast<const unsigned char*>(base) + (ch.b * st[0] + ch.t0 * st[1] + ch.h * st[2]) * bytes;
   };
   auto issue_qkg = [&](const ChunkAt& ch) {
-    LoadRows<256>(smem + Ly::kQraw, kLdQK * 2, row0(p.q, p.q_st, ch, 2), p.q_st[1] * 2, ch.rows, tid);
-    LoadRows<256>(smem + Ly::kKraw, kLdQK * 2, row0(p.k, p.k_st, ch, 2), p.k_st[1] * 2, ch.rows, tid);
+    constexpr int kRawLd = kPrep ? 256 : kLdQK * 2, kRawXor = kPrep ? 32 : 0;  // (Ly::Raw)
+    LoadRows<256>(smem + Ly::kQraw, kRawLd, row0(p.q, p.q_st, ch, 2), p.q_st[1] * 2, ch.rows, tid, kRawXor);
+    LoadRows<256>(smem + Ly::kKraw, kRawLd, row0(p.k, p.k_st, ch, 2), p.k_st[1] * 2, ch.rows, tid, kRawXor);
     if (p.g_bf16)
       LoadRows<256>(sGraw, 256, row0(p.g, p.g_st, ch, 2), p.g_st[1] * 2, ch.rows, tid);
     else
@@ -815,7 +864,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
 
   // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
   // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan
-  // (prep alone: issuing v's loads and the image's stores; [0] then includes the stores' wait).
+  // (prep alone: the next chunk's loads and W's and U^T's copies; [0] then includes the loads' wait).
   long long prof[6] = {}, tick = clock64();
   auto mark = [&](int phase) {
     if (p.prof && tid == 0) {
@@ -837,7 +886,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
   if (has_next) {  // (an empty sequence only passes h0 to hT)
     issue_qkg(next);
     CpAsyncCommit();
-    issue_v(next);
+    if (!kPrep) issue_v(next);
     CpAsyncCommit();
     if (tid < kC) beta_next = load_beta(next);
     gate_next = GateOf(p, next.h, lane);
@@ -859,7 +908,8 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
     // The cp.async groups in flight are q, k, g of chunk c and v of chunk c, in that order: P1 needs
     // the first, P4 the second, so v's load overlaps P1 to P3 (when prep alone issued it right
     // after P4, every chunk waited ~3.4k cycles for it here).
-    CpAsyncWait<1>();
+    if (kPrep) CpAsyncWait<0>();  // (nothing else in flight: v loads in P2c)
+    else CpAsyncWait<1>();
     __syncthreads();  // chunk c's q, k, g landed; the previous chunk's scan is done with everything
     mark(0);
 
@@ -899,18 +949,19 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       *reinterpret_cast<float4*>(sTot + warp * 128 + d4) = make_float4(Gv[7][0], Gv[7][1], Gv[7][2], Gv[7][3]);
 #pragma unroll
       for (int it = 0; it < 8; ++it) {  // R3 is overwritten by Kb after the next barrier but one
-        qr[it] = *reinterpret_cast<const uint2*>(sQraw + (i0 + it) * kLdQK + d4);
-        kr[it] = *reinterpret_cast<const uint2*>(sKraw + (i0 + it) * kLdQK + d4);
+        qr[it] = *reinterpret_cast<const uint2*>(smem + Ly::kQraw + Ly::Raw(i0 + it, 2 * d4));
+        kr[it] = *reinterpret_cast<const uint2*>(smem + Ly::kKraw + Ly::Raw(i0 + it, 2 * d4));
       }
     }
     if (p.l2norm) {  // row (tid >> 2) of q (tid & 1 == 0) or k, channels in eight 8-wide groups of
                      // parity (tid >> 1) & 1; k starts two groups later, so a quarter warp's reads
                      // cover all 32 banks
       const int row = tid >> 2, qk = tid & 1, par = (tid >> 1) & 1;
-      const __nv_bfloat16* src = (qk ? sKraw : sQraw) + row * kLdQK;
+      const unsigned char* src = smem + (qk ? Ly::kKraw : Ly::kQraw);
       uint4 raw[8];
 #pragma unroll
-      for (int m = 0; m < 8; ++m) raw[m] = *reinterpret_cast<const uint4*>(src + 8 * (2 * ((m + 2 * qk) & 7) + par));
+      for (int m = 0; m < 8; ++m)
+        raw[m] = *reinterpret_cast<const uint4*>(src + Ly::Raw(row, 16 * (2 * ((m + 2 * qk) & 7) + par)));
       float part[4] = {};  // four independent chains of 16 FMAs, not one of 64
 #pragma unroll
       for (int m = 0; m < 8; ++m) {
@@ -966,7 +1017,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         else
           *reinterpret_cast<float4*>(sGam + d4) = gam;
       }
-      if (kPrep && tid == 0) BulkWaitRead<0>();  // the previous chunk's image: P1b and P2 overwrite it
+      if (kPrep && tid == 0) BulkWaitRead<0>();  // the previous chunk's W and U^T: P1b overwrites them
       exact = __syncthreads_or(steep);
       if (warp & 1) {
         const float4 x = *reinterpret_cast<const float4*>(sAnc + r * 128 + d4);
@@ -999,18 +1050,18 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
             qa[e] = RoundTf32(fq), ka[e] = RoundTf32(fk), kb[e] = RoundTf32(fb);
             qg[e] = fq * pq[e], k2g[e] = fk * pk[e], kg[e] = fb * pe[e];
           }
-          *reinterpret_cast<uint4*>(sQa + i * kLdF + d4) = make_uint4(qa[0], qa[1], qa[2], qa[3]);
-          *reinterpret_cast<uint4*>(sKa + i * kLdF + d4) = make_uint4(ka[0], ka[1], ka[2], ka[3]);
-          *reinterpret_cast<uint4*>(sKb + i * kLdF + d4) = make_uint4(kb[0], kb[1], kb[2], kb[3]);
+          *reinterpret_cast<uint4*>(sQa + Ly::F32(i, d4)) = make_uint4(qa[0], qa[1], qa[2], qa[3]);
+          *reinterpret_cast<uint4*>(sKa + Ly::F32(i, d4)) = make_uint4(ka[0], ka[1], ka[2], ka[3]);
+          *reinterpret_cast<uint4*>(sKb + Ly::F32(i, d4)) = make_uint4(kb[0], kb[1], kb[2], kb[3]);
         } else {  // G, q^ and k^ in fp32 for GatedTile and ExactTile
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const float e0 = Ex2(Gv[it][e]), e3 = Ex2(Lv[e] - Gv[it][e]);  // both <= 1
             qg[e] = p.scale * qv[e] * e0, k2g[e] = kv[e] * e0, kg[e] = kv[e] * e3;
           }
-          *reinterpret_cast<float4*>(sG + i * kLdF + d4) = make_float4(Gv[it][0], Gv[it][1], Gv[it][2], Gv[it][3]);
-          *reinterpret_cast<float4*>(sKa + i * kLdF + d4) = make_float4(qv[0], qv[1], qv[2], qv[3]);
-          *reinterpret_cast<float4*>(sKb + i * kLdF + d4) = make_float4(kv[0], kv[1], kv[2], kv[3]);
+          *reinterpret_cast<float4*>(sG + Ly::F32(i, d4)) = make_float4(Gv[it][0], Gv[it][1], Gv[it][2], Gv[it][3]);
+          *reinterpret_cast<float4*>(sKa + Ly::F32(i, d4)) = make_float4(qv[0], qv[1], qv[2], qv[3]);
+          *reinterpret_cast<float4*>(sKb + Ly::F32(i, d4)) = make_float4(kv[0], kv[1], kv[2], kv[3]);
         }
         const uint2 qg2 = make_uint2(PackBf16(qg[0], qg[1]), PackBf16(qg[2], qg[3]));
         const uint2 kg2 = make_uint2(PackBf16(kg[0], kg[1]), PackBf16(kg[2], kg[3]));
@@ -1021,38 +1072,59 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
           *reinterpret_cast<uint2*>(smem + Ly::kQg + SwOff(i, d4)) = qg2;
           *reinterpret_cast<uint2*>(smem + Ly::kKg + SwOff(i, d4)) = kg2;
         }
-        *reinterpret_cast<uint2*>(sKgam + i * kLdB + d4) = make_uint2(PackBf16(k2g[0], k2g[1]), PackBf16(k2g[2], k2g[3]));
+        if constexpr (!kPrep)  // (prep alone: from Ka in P2c)
+          *reinterpret_cast<uint2*>(sKgam + i * kLdB + d4) = make_uint2(PackBf16(k2g[0], k2g[1]), PackBf16(k2g[2], k2g[3]));
       }
     }
     __syncthreads();
     mark(1);
-    // Prep alone stores the rest of the chunk's image in parts as each becomes final, so that the
-    // copies out of shared memory (~4k cycles for all 76 KB at once) run under the next phases:
-    // Aqk after P2, W and U^T after P4; the next chunk rewrites those regions only after the
-    // BulkWaitRead in its P1. (Qg, Kg and gamma go to global memory from registers.)
-    auto store_image = [&](int offset, const unsigned char* from, int bytes, bool commit) {
-      if (kPrep && tid == 0) {
-        BulkStore(img + offset, SmemAddr(from), bytes);
-        if (commit) BulkCommit();
+    // ---- P2: the Aqk and L tiles (prep alone: Aqk straight to the image) ------------------------
+    BuildTiles<Ly>(smem, kPrep ? img + kImgQg + 4 * kSwBlock : smem + Layout<BV>::kAqk, exact, warp, lane, p.scale);
+    uint2 k2g[8];
+    if constexpr (kPrep) {
+      // ---- P2c (prep alone): K 2^G from Ka (tf32 as stored, times 2^{a_r}; exact chunks: k^ 2^G),
+      //      read before P2's barrier and written after it over Ka; then v's load, under P3. --------
+      float pk[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pk[e] = Ex2(Av[e]);
+#pragma unroll
+      for (int it = 0; it < 8; ++it) {
+        const int i = i0 + it;
+        float x[4];
+        if (!exact) {
+          const uint4 ka = *reinterpret_cast<const uint4*>(sKa + Ly::F32(i, d4));
+          const uint32_t u[4] = {ka.x, ka.y, ka.z, ka.w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) x[e] = __uint_as_float(u[e] & 0xffffe000u) * pk[e];
+        } else {
+          const float4 gi = *reinterpret_cast<const float4*>(sG + Ly::F32(i, d4));
+          const float4 ki = *reinterpret_cast<const float4*>(sKb + Ly::F32(i, d4));
+          x[0] = ki.x * Ex2(gi.x), x[1] = ki.y * Ex2(gi.y), x[2] = ki.z * Ex2(gi.z), x[3] = ki.w * Ex2(gi.w);
+        }
+        k2g[it] = make_uint2(PackBf16(x[0], x[1]), PackBf16(x[2], x[3]));
       }
-    };
-
-    // ---- P2: the Aqk and L tiles ---------------------------------------------------------------
-    BuildTiles<BV>(smem, exact, warp, lane, p.scale);
-    if (kPrep) FenceProxyAsync();
+    }
     __syncthreads();
-    store_image(kImgQg + 4 * kSwBlock, smem + Ly::kAqk, kSwBlock, true);
+    if constexpr (kPrep) {
+#pragma unroll
+      for (int it = 0; it < 8; ++it) *reinterpret_cast<uint2*>(sKgam + (i0 + it) * kLdB + d4) = k2g[it];
+      issue_v(ch);
+      CpAsyncCommit();
+    }
     mark(2);
-    if (has_next) issue_qkg(next);  // R2 and R3 are dead until the next chunk
-    CpAsyncCommit();
+    if (!kPrep && has_next) issue_qkg(next);  // R2 and R3 are dead until the next chunk
+    if (!kPrep) CpAsyncCommit();
 
     // ---- P3: Ab = Akk diag(beta) split into bf16 hi + lo, Akk = (I + L)^{-1} (warps 0-3) ---------
-    Invert<BV>(smem, tid);
-    CpAsyncWait<1>();  // v of chunk c (q, k, g of chunk c + 1 may be in flight)
+    Invert<Ly>(smem, tid);
+    if (kPrep) CpAsyncWait<0>();  // v of chunk c
+    else CpAsyncWait<1>();        // v of chunk c (q, k, g of chunk c + 1 may be in flight)
     __syncthreads();
     mark(3);
 
-    // ---- P4: W = Ab (K 2^G) [64][128];  U^T = V^T Ab^T [BV][64] ----------------------------------
+    // ---- P4: W = Ab (K 2^G) [64][128];  U^T = V^T Ab^T [BV][64] (prep alone: to the image) -------
+    unsigned char* const w_out = smem + Ly::kW;
+    __nv_bfloat16* const ut_out = reinterpret_cast<__nv_bfloat16*>(smem + Ly::kUt);
     {
       const int mt = warp & 3, nh = warp >> 2;
       float acc[8][4] = {};
@@ -1076,7 +1148,7 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh)
-          *reinterpret_cast<uint32_t*>(smem + Ly::kW + SwOff(16 * mt + g + 8 * hh, 64 * nh + 8 * nt + 2 * t)) =
+          *reinterpret_cast<uint32_t*>(w_out + SwOff(16 * mt + g + 8 * hh, 64 * nh + 8 * nt + 2 * t)) =
               PackBf16(acc[nt][2 * hh], acc[nt][2 * hh + 1]);
     }
     {
@@ -1101,32 +1173,44 @@ __global__ void __launch_bounds__(kThreads, 1) FusedKernel(const Params p) {
         for (int hf = 0; hf < 2; ++hf)
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh)
-            *reinterpret_cast<uint32_t*>(sUt + (16 * vb + g + 8 * hh) * kLd64 + 16 * np + 8 * hf + 2 * t) =
+            *reinterpret_cast<uint32_t*>(ut_out + (16 * vb + g + 8 * hh) * kLd64 + 16 * np + 8 * hf + 2 * t) =
                 PackBf16(acc[np][hf][2 * hh], acc[np][hf][2 * hh + 1]);
       }
     }
-    FenceProxyAsync();  // W, Qg, Kg, Aqk (st.shared) -> the scan's wgmma reads
+    FenceProxyAsync();  // W, Qg, Kg, Aqk (st.shared) -> the scan's wgmma reads, or the bulk copies
     __syncthreads();
     mark(4);
-    if (has_next) issue_v(next);  // v is dead until the next chunk
+    if constexpr (kPrep) {  // every region but W's and U^T's is dead until the next chunk
+      if (tid == 0) {
+        BulkStore(img + kImgW, SmemAddr(smem + Ly::kW), 2 * kSwBlock);
+        BulkStore(img + kImgUt, SmemAddr(smem + Ly::kUt), kV * kLd64 * 2);
+        BulkCommit();
+        if (has_next && !p.g_bf16) BulkWaitRead<0>();  // fp32 g lands over U^T's last rows
+      }
+      if (!p.g_bf16) __syncthreads();
+      if (has_next) issue_qkg(next);
+    } else if (has_next) {
+      issue_v(next);
+    }
     CpAsyncCommit();
 
-    if constexpr (kPrep) {
-      store_image(kImgW, smem + Ly::kW, 2 * kSwBlock, false);
-      store_image(kImgUt, smem + Ly::kUt, kV * kLd64 * 2, true);
-    } else if (warp < kScanWarps) {
-      const ScanOps ops{smem + Ly::kW, smem + Ly::kQg, smem + Ly::kKg, smem + Ly::kAqk, sUt, sGam, sOt};
-      ScanChunk<BV>(p, ops, st, ch.b, h, v0, t0, rows, warp, lane);
+    if constexpr (!kPrep) {
+      if (warp < kScanWarps) {
+        using L = Layout<BV>;
+        const ScanOps ops{smem + L::kW, smem + L::kQg, smem + L::kKg, smem + L::kAqk, ut_out, sGam,
+                          reinterpret_cast<__nv_bfloat16*>(smem + L::kOt)};
+        ScanChunk<BV>(p, ops, st, ch.b, h, v0, t0, rows, warp, lane);
+      }
     }
     mark(5);
     ++chunks_done;
   }
   CpAsyncWait<0>();
+  if (kPrep && tid == 0) BulkWait<0>();
   if (p.prof && tid == 0) {
     for (int i = 0; i < 6; ++i) atomicAdd(p.prof + i, (unsigned long long)prof[i]);
     atomicAdd(p.prof + 6, (unsigned long long)chunks_done);
   }
-  if (kPrep && tid == 0) BulkWait<0>();
   if (!kPrep && warp < kScanWarps) StoreState(p, n, h, v0 + 16 * warp, lane, st);
 }
 
@@ -1214,7 +1298,7 @@ template <int BV>
 cudaError_t LaunchPrepScan(const Params& p, cudaStream_t stream) {
   if (p.prep_ctas > 0)  // (no chunks at all: the scan only passes h0 to hT)
     if (cudaError_t e = LaunchWithSmem<FusedKernel<kV, true>>(unsigned(p.prep_ctas), kThreads,
-                                       Layout<kV>::kBytes, p, stream);
+                                       PrepLayout::kBytes, p, stream);
         e != cudaSuccess)
       return e;
   return LaunchWithSmem<ScanKernel<BV>>(unsigned(p.N) * p.H * (kV / BV), BV * 2, ScanRing<BV>::kBytes, p, stream);

@@ -115,7 +115,7 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   if (variant == Variant::kAuto) variant = AutoVariant(g.N, g.H, sms);
   if (variant == Variant::kPrepScan1 || variant == Variant::kPrepScan2) {
     g.prep_chunks = ExactChunks(p);
-    g.prep_ctas = int(std::min<int64_t>(g.prep_chunks * g.H, sms));
+    g.prep_ctas = int(std::min<int64_t>(g.prep_chunks * g.H, int64_t(gpu::kPrepCtasPerSm) * sms));
     if (cudaError_t e = gpu::LaunchPrepScan(g, variant == Variant::kPrepScan2 ? 2 : 1, s); e != cudaSuccess)
       return SetError(KDA_ERR_CUDA, std::string("prep + scan: ") + cudaGetErrorString(e));
     ClearError();

@@ -22,16 +22,16 @@ namespace longhaul::kda {
 // alone with one or two CTAs a head (kPrepScan1 / 2); or as kda_fwd chooses (kAuto).
 enum class Variant { kAuto, kFused1, kFused2, kPrepScan1, kPrepScan2 };
 kda_status FwdVariant(const kda_fwd_params* p, void* stream, Variant variant);
-// kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md,
-// 2026-12-04): the fused kernel takes the same time for any CTA count up to one a SM (1.56 ms at
-// T8192, one CTA a head, 21.4k cycles a chunk of which the preparation is 17k), so where N*H heads
-// leave SMs idle, preparing on every SM and then scanning wins (H96: 1.32 against 1.56 ms; H64, with
-// two CTAs a head in the scan: 0.88 against 1.41); at N*H = 128 the fused kernel wins (1.55 against
-// 1.74), as it does for a varlen batch of 6 x 96 heads (1.35 against 1.56).
+// kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md):
+// the fused kernel takes the same time for any CTA count up to one a SM (1.5 ms at T8192, one CTA a
+// head), so where N*H heads leave SMs idle, preparing on every SM (two CTAs an SM) and then scanning
+// wins (2026-12-04 night: H96 1.17 against 1.53 ms; H64, with two CTAs a head in the scan: 0.78
+// against 1.38). Heads that fill one wave keep the fused kernel (B8 H16: 1.52 against 1.56); more
+// than one wave (a varlen batch of 6 x 96 heads: 1.22 against 1.31) goes back to prep + scan.
 inline Variant AutoVariant(int N, int H, int sms) {
   const int64_t heads = int64_t(N) * H;
   if (2 * heads <= sms) return Variant::kPrepScan2;
-  return heads * 5 <= int64_t(sms) * 4 ? Variant::kPrepScan1 : Variant::kFused1;
+  return heads * 5 > int64_t(sms) * 4 && heads <= sms ? Variant::kFused1 : Variant::kPrepScan1;
 }
 // Diagnostics: the fused kernel adds its per-phase clocks ([0..5], fused.cu) and its chunk count ([6])
 // into buf (device memory, 7 counters) on every launch while buf is set; null turns it off.
@@ -45,6 +45,7 @@ constexpr int kK = 128;  // key dim (the only one built)
 constexpr int kV = 128;  // value dim
 constexpr int kImgW = 0, kImgQg = 2 * kC * 128, kImgUt = 7 * kC * 128, kImgGam = kImgUt + kV * 72 * 2;
 constexpr int kImgBytes = kImgGam + kK * 4;
+constexpr int kPrepCtasPerSm = 2;  // the preparation alone: its shared memory and registers fit two
 
 // Bytes for n_ch (chunk, head) images.
 inline size_t WorkspaceBytes(size_t n_ch) { return n_ch * kImgBytes; }
