@@ -436,6 +436,15 @@ __device__ __forceinline__ TileJob JobOf(int warp) {
     default: return {0, 0, 0};
   }
 }
+// Exact chunks are rare (an unbounded gate): out of line, so that their registers do not weigh on
+// the factored path's.
+template <class Ly>
+__device__ __noinline__ void ExactTiles(unsigned char* smem, unsigned char* aqk, TileJob job, int lane, float scale) {
+  for (int c = job.c0; c < job.c0 + job.nc; ++c) {
+    if (c == job.r) ExactTile<Ly>(smem, aqk, c, lane, scale);
+    else GatedTile<Ly>(smem, aqk, job.r, c, lane, scale);
+  }
+}
 template <class Ly>
 __device__ void BuildTiles(unsigned char* smem, unsigned char* aqk, bool exact, int warp, int lane, float scale) {
   // The scan's wgmma reads all of Aqk: the six tiles above the diagonal are zeros (the region held
@@ -451,10 +460,7 @@ __device__ void BuildTiles(unsigned char* smem, unsigned char* aqk, bool exact, 
     if (job.nc == 1) FactoredTiles<Ly, 1>(smem, aqk, job.r, job.c0, lane, scale);
     return;
   }
-  for (int c = job.c0; c < job.c0 + job.nc; ++c) {
-    if (c == job.r) ExactTile<Ly>(smem, aqk, c, lane, scale);
-    else GatedTile<Ly>(smem, aqk, job.r, c, lane, scale);
-  }
+  ExactTiles<Ly>(smem, aqk, job, lane, scale);
 }
 
 // ---- P3: the inverse ----------------------------------------------------------------------------
