@@ -1,14 +1,20 @@
-"""Our KDA forward (the Python module over libkda_cuda.so) and FLA's chunk_kda side by side, in one
-process, on the same inputs and the same GPU: gate activated in the kernel (lower_bound -5 sigmoid
+"""Our KDA forward (the Python module over libkda_cuda.so), FLA's chunk_kda and, where FLASHKDA_LIB
+names it, MoonshotAI's FlashKDA (kernels/kda/flashkda_build.sh) side by side, in one process, on the
+same inputs and the same GPU: gate activated in the kernel (lower_bound -5 sigmoid
 with A_log and dt_bias), l2 norm of q and k and sigmoid of beta in the kernel, fp32 initial and final
 state, bf16 q, k, v, g, beta and o, K = V = 128 (bench.cu's configuration). Each call is timed alone
 with CUDA events after a 256 MB write that flushes L2; median of ITERS after warm-up (FLA's first
-call compiles and autotunes). Also prints RMS(ours - FLA) / RMS(FLA) for o and the final state.
+call compiles and autotunes). Also prints RMS(ours - FLA) / RMS(FLA) for o and the final state, and
+the same against FlashKDA (its states are [N, H, V, K]; its call includes the transpose of beta to
+[H, T] that its own torch wrapper makes).
 
 Usage (on the H200, repo root; FLA's source in .fla):
-  PYTHONPATH=python:.fla FLA_FLASH_KDA=0 python3 kernels/kda/fla_bench.py [SHAPES=0123] [ITERS=30]
+  PYTHONPATH=python:.fla FLA_FLASH_KDA=0 [FLASHKDA_LIB=.fetched/flashkda/libflashkda_shim.so] \
+    python3 kernels/kda/fla_bench.py [SHAPES=0123] [ITERS=30]
 SHAPES: the indices of the shapes below to run (FLA's autotune costs ~90 s a shape).
 """
+import ctypes
+import os
 import sys
 
 import torch
@@ -40,12 +46,46 @@ def rel(a, b):
     return ((a.double() - b.double()).norm() / b.double().norm()).item()
 
 
+def flashkda_library():
+    path = os.environ.get("FLASHKDA_LIB")
+    if not path:
+        return None
+    lib = ctypes.CDLL(path)
+    P, F, I = ctypes.c_void_p, ctypes.c_float, ctypes.c_int
+    lib.flashkda_fwd.restype = I
+    lib.flashkda_fwd.argtypes = [P, P, P, P, P, F, P, P, P, P, F, P, P, P, I, I, I, I, P]
+    lib.flashkda_workspace_bytes.restype = ctypes.c_longlong
+    lib.flashkda_workspace_bytes.argtypes = [ctypes.c_longlong] * 3
+    return lib
+
+
+def flashkda_call(lib, q, k, v, g, beta, A_log, dt_bias, h0, cu, N):
+    """FlashKDA on our inputs: a function returning (o, final state as [N, H, K, V])."""
+    B, T, H, K = q.shape
+    h0_vk = h0.transpose(-1, -2).contiguous()
+    o, hT = torch.empty_like(v), torch.empty_like(h0_vk)
+    ws = torch.empty(lib.flashkda_workspace_bytes(B * T, H, N), dtype=torch.uint8, device=q.device)
+
+    def run():
+        beta_ht = beta.reshape(B * T, H).t().contiguous()
+        err = lib.flashkda_fwd(q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta_ht.data_ptr(),
+                               K ** -0.5, o.data_ptr(), ws.data_ptr(), A_log.data_ptr(), dt_bias.data_ptr(),
+                               -5.0, h0_vk.data_ptr(), hT.data_ptr(), cu.data_ptr() if cu is not None else None,
+                               B * T, T, H, N, torch.cuda.current_stream().cuda_stream)
+        if err:
+            raise RuntimeError(f"flashkda_fwd: CUDA error {err}")
+        return o, hT.transpose(-1, -2)
+    return run
+
+
 def main():
     picked = [SHAPES[int(c)] for c in (sys.argv[1] if len(sys.argv) > 1 else "0123")]
     iters = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     dev = "cuda"
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
-    print(f"{torch.cuda.get_device_name()}: ours vs FLA chunk_kda (Triton), median of {iters}, L2 flushed", flush=True)
+    fk_lib = flashkda_library()
+    print(f"{torch.cuda.get_device_name()}: ours vs FLA chunk_kda (Triton)"
+          f"{' and FlashKDA' if fk_lib else ''}, median of {iters}, L2 flushed", flush=True)
     rows = []
     for name, B, T, H, lens in picked:
         K = V = 128
@@ -69,13 +109,22 @@ def main():
         o2, s2 = fla()
         t_fla = timed(fla, flush, iters)
         t_ours = timed(ours, flush, iters)
-        rows.append((name, t_ours, t_fla, rel(o1, o2), rel(s1, s2)))
+        fk = [float("nan")] * 3  # ms, o and state rel. RMS against ours
+        if fk_lib:
+            fkda = flashkda_call(fk_lib, q, k, v, g, beta, A_log, dt_bias, h0, cu, N)
+            o3, s3 = fkda()
+            fk = [timed(fkda, flush, iters), rel(o3, o1), rel(s3, s1)]
+        rows.append((name, t_ours, t_fla, rel(o1, o2), rel(s1, s2), *fk))
         print(f"{name}: ours {t_ours:.3f} ms, FLA {t_fla:.3f} ms, FLA/ours {t_fla / t_ours:.2f}x, "
-              f"o vs FLA {rows[-1][3]:.2e}, state vs FLA {rows[-1][4]:.2e}", flush=True)
-    print("\n| shape | ours ms | FLA chunk_kda ms | FLA / ours | o rel. RMS vs FLA | state rel. RMS vs FLA |")
-    print("|---|---|---|---|---|---|")
-    for name, a, b, eo, es in rows:
-        print(f"| {name} | {a:.3f} | {b:.3f} | {b / a:.2f}x | {eo:.2e} | {es:.2e} |")
+              f"o vs FLA {rows[-1][3]:.2e}, state vs FLA {rows[-1][4]:.2e}"
+              + (f"; FlashKDA {fk[0]:.3f} ms, FlashKDA/ours {fk[0] / t_ours:.2f}x, its o vs ours {fk[1]:.2e}, "
+                 f"state vs ours {fk[2]:.2e}" if fk_lib else ""), flush=True)
+    print("\n| shape | ours ms | FLA chunk_kda ms | FLA / ours | FlashKDA ms | FlashKDA / ours | o rel. RMS vs FLA |"
+          " state rel. RMS vs FLA | FlashKDA o, state rel. RMS vs ours |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, a, b, eo, es, c, fo, fs in rows:
+        print(f"| {name} | {a:.3f} | {b:.3f} | {b / a:.2f}x | {c:.3f} | {c / a:.2f}x | {eo:.2e} | {es:.2e} | "
+              f"{fo:.2e}, {fs:.2e} |")
 
 
 if __name__ == "__main__":
