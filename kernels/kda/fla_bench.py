@@ -21,25 +21,15 @@ import torch
 from fla.ops.kda import chunk_kda as fla_chunk_kda
 
 from longhaul_kernels import chunk_kda
+from longhaul_kernels.timing import median_us
 
 SHAPES = [("B1 T8192 H64", 1, 8192, 64, None), ("B1 T8192 H96", 1, 8192, 96, None),
           ("B8 T8192 H16", 8, 8192, 16, None),
           ("varlen 6 seqs T8192 H96", 1, 8192, 96, [1300, 547, 2048, 963, 271, 3063])]
 
 
-def timed(fn, flush, iters):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        flush.fill_(i & 0xFF)
-        start[i].record()
-        fn()
-        end[i].record()
-    torch.cuda.synchronize()
-    return sorted(s.elapsed_time(e) for s, e in zip(start, end))[iters // 2]
+def timed(fn, iters):  # ms
+    return median_us(fn, iters) / 1000.0
 
 
 def rel(a, b):
@@ -82,7 +72,6 @@ def main():
     picked = [SHAPES[int(c)] for c in (sys.argv[1] if len(sys.argv) > 1 else "0123")]
     iters = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     dev = "cuda"
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     fk_lib = flashkda_library()
     print(f"{torch.cuda.get_device_name()}: ours vs FLA chunk_kda (Triton)"
           f"{' and FlashKDA' if fk_lib else ''}, median of {iters}, L2 flushed", flush=True)
@@ -107,13 +96,13 @@ def main():
         fla = lambda: fla_chunk_kda(q=q, k=k, v=v, g=g, beta=beta, use_gate_in_kernel=True, safe_gate=True, **common)
         o1, s1 = ours()
         o2, s2 = fla()
-        t_fla = timed(fla, flush, iters)
-        t_ours = timed(ours, flush, iters)
+        t_fla = timed(fla, iters)
+        t_ours = timed(ours, iters)
         fk = [float("nan")] * 3  # ms, o and state rel. RMS against ours
         if fk_lib:
             fkda = flashkda_call(fk_lib, q, k, v, g, beta, A_log, dt_bias, h0, cu, N)
             o3, s3 = fkda()
-            fk = [timed(fkda, flush, iters), rel(o3, o1), rel(s3, s1)]
+            fk = [timed(fkda, iters), rel(o3, o1), rel(s3, s1)]
         rows.append((name, t_ours, t_fla, rel(o1, o2), rel(s1, s2), *fk))
         print(f"{name}: ours {t_ours:.3f} ms, FLA {t_fla:.3f} ms, FLA/ours {t_fla / t_ours:.2f}x, "
               f"o vs FLA {rows[-1][3]:.2e}, state vs FLA {rows[-1][4]:.2e}"

@@ -15,36 +15,15 @@ import sys
 import torch
 
 from longhaul_kernels import mla_decode
+from longhaul_kernels.timing import graphed, median_us
 
 DL, D = 512, 576
 SCALE = 1.0 / math.sqrt(192)
 N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 30
-flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 
 
 def timed(fn):
-    ts = []
-    for _ in range(3):
-        fn()
-    for _ in range(N):
-        flush_buf.fill_(1)
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        fn()
-        e1.record()
-        torch.cuda.synchronize()
-        ts.append(e0.elapsed_time(e1) * 1000.0)
-    ts.sort()
-    return ts[len(ts) // 2]
-
-
-def graphed(fn):
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
+    return median_us(fn, N)
 
 
 def mask(sq, sk, dev):
