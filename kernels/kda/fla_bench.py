@@ -1,5 +1,5 @@
 """Our KDA forward (the Python module over libkda_cuda.so), FLA's chunk_kda and, where FLASHKDA_LIB
-names it, MoonshotAI's FlashKDA (kernels/kda/flashkda_build.sh) side by side, in one process, on the
+names it, MoonshotAI's FlashKDA (kernels/baselines/flashkda_build.sh) side by side, in one process, on the
 same inputs and the same GPU: gate activated in the kernel (lower_bound -5 sigmoid
 with A_log and dt_bias), l2 norm of q and k and sigmoid of beta in the kernel, fp32 initial and final
 state, bf16 q, k, v, g, beta and o, K = V = 128 (bench.cu's configuration). Each call is timed alone

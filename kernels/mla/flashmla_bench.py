@@ -1,5 +1,5 @@
 """Our MLA decode (the ctypes module over libmla_cuda.so) and DeepSeek's FlashMLA (its sm90 dense
-decode, built by kernels/mla/flashmla_build.sh) side by side in one process on one GPU, on the same
+decode, built by kernels/baselines/flashmla_build.sh) side by side in one process on one GPU, on the same
 paged inputs: pages of 64 tokens in a shuffled block table, q ~ randn, KV ~ randn, bf16, scale
 1/sqrt(192), causal where s_q > 1 (queries at the end of the sequence). Both are CUDA-graph launched
 (their two kernels, decode and combine; FlashMLA's schedule metadata is made once per batch, outside

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# kda/flashkda_build.sh: builds MoonshotAI's FlashKDA (the best public KDA forward, CUTLASS) as a
+# baselines/flashkda_build.sh: builds MoonshotAI's FlashKDA (the best public KDA forward, CUTLASS) as a
 # plain shared library, so that kernels/kda/fla_bench.py times it beside our kernels and FLA in one
 # process (FLASHKDA_LIB). Their source is fetched, never committed: pass a folder holding a FlashKDA
 # checkout (commit 1ce47ea was measured) with its CUTLASS submodule in cutlass/ (commit 5c149f5).
 # Only their launcher is compiled, here with nvcc 13 for sm_90a, with two of its instances (fp32
 # states, batched and varlen) behind a C entry point written below; torch is not needed.
 #
-# Usage: kernels/kda/flashkda_build.sh FLASHKDA_DIR   ->  FLASHKDA_DIR/libflashkda_shim.so
+# Usage: kernels/baselines/flashkda_build.sh FLASHKDA_DIR   ->  FLASHKDA_DIR/libflashkda_shim.so
 set -euo pipefail
 SRC="$(cd "${1:?usage: flashkda_build.sh FLASHKDA_DIR}" && pwd)"
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"

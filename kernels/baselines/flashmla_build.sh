@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mla/flashmla_build.sh: builds DeepSeek's FlashMLA dense decode for sm90 (split-KV kernel, its
+# baselines/flashmla_build.sh: builds DeepSeek's FlashMLA dense decode for sm90 (split-KV kernel, its
 # combine and its schedule-metadata kernel) as a plain shared library, so that
 # kernels/mla/flashmla_bench.py times it beside our kernels in one process (FLASHMLA_LIB). Their
 # source is fetched, never committed: pass the folder that holds FlashMLA's csrc/ (commit 9241ae3 was
@@ -7,7 +7,7 @@
 # sm_90a, bf16 only, behind C entry points written below (what their torch interface,
 # csrc/api/dense_decode.h, does for one KV head); torch is not needed.
 #
-# Usage: kernels/mla/flashmla_build.sh FLASHMLA_DIR   ->  FLASHMLA_DIR/libflashmla_shim.so
+# Usage: kernels/baselines/flashmla_build.sh FLASHMLA_DIR   ->  FLASHMLA_DIR/libflashmla_shim.so
 set -euo pipefail
 SRC="$(cd "${1:?usage: flashmla_build.sh FLASHMLA_DIR}" && pwd)"
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
