@@ -73,13 +73,13 @@ FLAGS=(-std=c++20 -O3 -DNDEBUG -D_USE_MATH_DEFINES -DFLASH_MLA_DISABLE_FP16 -Xco
        -U__CUDA_NO_BFLOAT16_CONVERSIONS__ --expt-relaxed-constexpr --expt-extended-lambda --use_fast_math
        -gencode=arch=compute_90a,code=sm_90a -I"$C" -I"$C/kerutils/include" -I"$C/cutlass/include"
        -I"$C/cutlass/tools/util/include")
-objs=()
+objs=() pids=()
 for f in "$C/sm90/decode/dense/instantiations/bf16.cu" "$C/smxx/decode/combine/combine.cu" \
          "$C/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu" "$OUT/entry.cu"; do
   o="$OUT/$(basename "$(dirname "$f")")_$(basename "$f" .cu).o"
   "$NVCC" "${FLAGS[@]}" -c "$f" -o "$o" &
-  objs+=("$o")
+  objs+=("$o") pids+=($!)
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid"; done  # each compile's status: a plain `wait` returns 0
 "$NVCC" -shared -gencode=arch=compute_90a,code=sm_90a "${objs[@]}" -lcuda -o "$SRC/libflashmla_shim.so"
 echo "built $SRC/libflashmla_shim.so"

@@ -28,7 +28,10 @@ SHAPES = [(1, 64, 8192, 1), (1, 64, 8192, 2), (1, 64, 8192, 4), (128, 16, 8192, 
 
 
 def flashmla_library():
-    lib = ctypes.CDLL(os.environ["FLASHMLA_LIB"])
+    path = os.environ.get("FLASHMLA_LIB")
+    if not path:
+        sys.exit("flashmla_bench: set FLASHMLA_LIB to the library kernels/baselines/flashmla_build.sh builds")
+    lib = ctypes.CDLL(path)
     P, I, F, L = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
     lib.flashmla_num_sm_parts.argtypes = [I, I, I]
     lib.flashmla_metadata.argtypes = [P, I, I, P, P, I, P]
