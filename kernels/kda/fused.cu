@@ -316,14 +316,15 @@ __device__ __forceinline__ void StoreTile(unsigned char* smem, unsigned char* aq
 // still; on it F_t <= 2^{span} (<= 2^110: exact chunks take GatedTile / ExactTile instead).
 // The sum over d is order-free, so MMA k-index t maps to d = 4t (t+4 to 4t+1) and the second MMA
 // of a 16-wide step to 4t+2, 4t+3: each lane reads four consecutive d with one vector load.
-template <class Ly, int NF>
-__device__ __forceinline__ void FactoredTiles(unsigned char* smem, unsigned char* aqk, int r, int c0, int lane, float scale) {
+template <class Ly, int NH>
+__device__ __forceinline__ void FactoredHalves(unsigned char* smem, unsigned char* aqk, int r, int u0, int lane,
+                                               float scale) {
   const float* sQa = reinterpret_cast<const float*>(smem + Ly::kR1);
   const float* sKa = reinterpret_cast<const float*>(smem + Ly::kR2);
   const float* sKb = reinterpret_cast<const float*>(smem + Ly::kR3);
-  const float* sF = reinterpret_cast<const float*>(smem + Ly::kF) + (r * (r + 1) / 2 + c0) * kK;
+  const float* sF = reinterpret_cast<const float*>(smem + Ly::kF) + r * (r + 1) / 2 * kK;  // tile (r, 0)
   const int g = lane >> 2, t = lane & 3, i0 = 16 * r + g;
-  float aq[NF][2][4] = {}, ak[NF][2][4] = {};  // [tile][n-tile][fragment]
+  float aq[NH][4] = {}, ak[NH][4] = {};  // [half-tile][fragment]
   KDA_UNROLL(KDA_TILE_UNROLL)
   for (int s = 0; s < 8; ++s) {
     const int d = 16 * s + 4 * t;
@@ -332,25 +333,21 @@ __device__ __forceinline__ void FactoredTiles(unsigned char* smem, unsigned char
     const uint4 k0 = *reinterpret_cast<const uint4*>(sKa + Ly::F32(i0, d));
     const uint4 k1 = *reinterpret_cast<const uint4*>(sKa + Ly::F32(i0 + 8, d));
 #pragma unroll
-    for (int x = 0; x < NF; ++x) {
-      const float4 f = *reinterpret_cast<const float4*>(sF + x * kK + d);
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const float4 kb = *reinterpret_cast<const float4*>(sKb + Ly::F32(16 * (c0 + x) + 8 * nt + g, d));
-        const uint32_t b0 = RoundTf32(kb.x * f.x), b1 = RoundTf32(kb.y * f.y);
-        const uint32_t b2 = RoundTf32(kb.z * f.z), b3 = RoundTf32(kb.w * f.w);
-        // k-index t <-> d, t+4 <-> d+1 (first MMA); t <-> d+2, t+4 <-> d+3 (second)
-        MmaTf32(aq[x][nt], q0.x, q1.x, q0.y, q1.y, b0, b1);
-        MmaTf32(aq[x][nt], q0.z, q1.z, q0.w, q1.w, b2, b3);
-        MmaTf32(ak[x][nt], k0.x, k1.x, k0.y, k1.y, b0, b1);
-        MmaTf32(ak[x][nt], k0.z, k1.z, k0.w, k1.w, b2, b3);
-      }
+    for (int x = 0; x < NH; ++x) {
+      const int u = u0 + x;  // tile column u / 2, n-tile u % 2: key row 8 u + g
+      const float4 f = *reinterpret_cast<const float4*>(sF + (u >> 1) * kK + d);
+      const float4 kb = *reinterpret_cast<const float4*>(sKb + Ly::F32(8 * u + g, d));
+      const uint32_t b0 = RoundTf32(kb.x * f.x), b1 = RoundTf32(kb.y * f.y);
+      const uint32_t b2 = RoundTf32(kb.z * f.z), b3 = RoundTf32(kb.w * f.w);
+      // k-index t <-> d, t+4 <-> d+1 (first MMA); t <-> d+2, t+4 <-> d+3 (second)
+      MmaTf32(aq[x], q0.x, q1.x, q0.y, q1.y, b0, b1);
+      MmaTf32(aq[x], q0.z, q1.z, q0.w, q1.w, b2, b3);
+      MmaTf32(ak[x], k0.x, k1.x, k0.y, k1.y, b0, b1);
+      MmaTf32(ak[x], k0.z, k1.z, k0.w, k1.w, b2, b3);
     }
   }
 #pragma unroll
-  for (int x = 0; x < NF; ++x)
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) StoreTile<Ly>(smem, aqk, aq[x][nt], ak[x][nt], r, c0 + x, nt, lane, scale);
+  for (int x = 0; x < NH; ++x) StoreTile<Ly>(smem, aqk, aq[x], ak[x], r, (u0 + x) >> 1, (u0 + x) & 1, lane, scale);
 }
 
 // Exact chunks (some block's span passes 110, which only an unbounded gate reaches): R1 keeps G,
@@ -418,9 +415,7 @@ __device__ __forceinline__ void ExactTile(unsigned char* smem, unsigned char* aq
     if (j < i) sL[Ly::LOff(i, j)] = sBeta[i] * skk;
   }
 }
-// Warp w builds tiles (r, c0 .. c0 + nc - 1) of one row block: they share the A side, and P2 is
-// bound by shared-memory reads of the fp32 operands (20 single n-tiles over 8 warps, each loading its
-// A side, took 5.7k cycles against 4.5k for tiles w and w + 8).
+// Exact chunks (rare: an unbounded gate): warp w builds tiles (r, c0 .. c0 + nc - 1) of one row block.
 struct TileJob {
   int r, c0, nc;
 };
@@ -445,6 +440,27 @@ __device__ __noinline__ void ExactTiles(unsigned char* smem, unsigned char* aqk,
     else GatedTile<Ly>(smem, aqk, job.r, c, lane, scale);
   }
 }
+// The factored path splits the 20 half-tiles (8 columns each) of the 10 tiles into jobs of two or
+// three consecutive half-tiles of one row block, u0 .. u0 + n - 1 (half-tile u of row r: tile column
+// u / 2, n-tile u % 2), so that every warp works and each scheduler (warps w and w + 4) gets five.
+// (Whole tiles left warp 1 idle and three warps with two tiles: P2 9.2-9.3k -> 7.8k cycles a chunk
+// for prep alone, every shape ~1.2% faster, 2026-12-06. Twenty jobs of one n-tile, each reloading
+// its A side, were slower than whole tiles: the A loads are shared within a job.)
+struct HalfJob {
+  int r, u0, n;
+};
+__device__ __forceinline__ HalfJob HalfJobOf(int warp) {
+  switch (warp) {
+    case 0: return {0, 0, 2};
+    case 1: return {1, 0, 2};
+    case 2: return {1, 2, 2};
+    case 3: return {3, 6, 2};
+    case 4: return {2, 0, 3};
+    case 5: return {2, 3, 3};
+    case 6: return {3, 0, 3};
+    default: return {3, 3, 3};
+  }
+}
 template <class Ly>
 __device__ void BuildTiles(unsigned char* smem, unsigned char* aqk, bool exact, int warp, int lane, float scale) {
   // The scan's wgmma reads all of Aqk: the six tiles above the diagonal are zeros (the region held
@@ -454,13 +470,13 @@ __device__ void BuildTiles(unsigned char* smem, unsigned char* aqk, bool exact, 
     *reinterpret_cast<uint4*>(aqk + SwOff(16 * r + ((x & 31) >> 1), 16 * c + 8 * (x & 1))) =
         make_uint4(0, 0, 0, 0);
   }
-  const TileJob job = JobOf(warp);
   if (!exact) {
-    if (job.nc == 2) FactoredTiles<Ly, 2>(smem, aqk, job.r, job.c0, lane, scale);
-    if (job.nc == 1) FactoredTiles<Ly, 1>(smem, aqk, job.r, job.c0, lane, scale);
+    const HalfJob job = HalfJobOf(warp);
+    if (job.n == 3) FactoredHalves<Ly, 3>(smem, aqk, job.r, job.u0, lane, scale);
+    else FactoredHalves<Ly, 2>(smem, aqk, job.r, job.u0, lane, scale);
     return;
   }
-  ExactTiles<Ly>(smem, aqk, job, lane, scale);
+  ExactTiles<Ly>(smem, aqk, JobOf(warp), lane, scale);
 }
 
 // ---- P3: the inverse ----------------------------------------------------------------------------
