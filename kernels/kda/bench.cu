@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
     }
     table.push_back(r);
     // KDA_PROFILE=1: the fused kernel's clocks per chunk and phase (thread 0 of each CTA; one extra,
-    // untimed launch of each variant).
+    // untimed launch of each variant). Zeros unless built with NVCC_EXTRA=-DKDA_PHASE_CLOCKS.
     if (getenv("KDA_PROFILE")) {
       unsigned long long* prof;
       CK(cudaMalloc(&prof, 7 * 8));
@@ -191,6 +191,10 @@ int main(int argc, char** argv) {
         unsigned long long hp[7];
         CK(cudaMemcpy(hp, prof, sizeof hp, cudaMemcpyDeviceToHost));
         const double nc = double(hp[6]);
+        if (nc == 0) {
+          std::printf("  profile: no clocks (build with NVCC_EXTRA=-DKDA_PHASE_CLOCKS)\n");
+          break;
+        }
         std::printf("  profile %s, cycles a chunk: wait %.0f  P1 %.0f  P2 %.0f  P3 %.0f  P4 %.0f  scan %.0f\n",
                     var == Variant::kFused1 ? "1 CTA a head " : var == Variant::kFused2 ? "2 CTAs a head" : "prep alone   ", hp[0] / nc, hp[1] / nc,
                     hp[2] / nc, hp[3] / nc, hp[4] / nc, hp[5] / nc);

@@ -63,6 +63,9 @@
 #ifndef KDA_TILE_UNROLL
 #define KDA_TILE_UNROLL 4  // the tiles' 8 steps of 16 channels (4 against 2 on 2026-12-04: P2 -4%)
 #endif
+#ifndef KDA_PHASE_CLOCKS
+#define KDA_PHASE_CLOCKS 0
+#endif
 #define KDA_STR(x) #x
 #define KDA_UNROLL(n) _Pragma(KDA_STR(unroll n))
 
@@ -89,6 +92,7 @@ using kernels::WgmmaFence;
 using kernels::WgmmaWait;
 
 constexpr int kThreads = 256;
+constexpr bool kPhaseClocks = KDA_PHASE_CLOCKS;
 constexpr int kLdQK = 144;  // bf16 raw q, k rows: 72 words, four rows fill the 32 banks (8-byte reads)
 constexpr int kLdF = 144;   // fp32 [64][128] rows: 144 words, two rows fill the banks (16-byte reads)
 constexpr int kLdB = 136;   // bf16 [64][128] operands read by ldmatrix (272 B rows)
@@ -884,12 +888,14 @@ __global__ void __launch_bounds__(kThreads, kPrep ? kPrepCtasPerSm : 1) FusedKer
 
   const float lbl = p.lower_bound * kLog2e;
 
-  // Diagnostics (bench with KDA_PROFILE=1): thread 0's clock at each phase boundary, summed over the
-  // chunks: [0] waiting for inputs and the other warps, [1] P1, [2] P2, [3] P3, [4] P4, [5] scan
-  // (prep alone: the next chunk's loads and W's and U^T's copies; [0] then includes the loads' wait).
-  long long prof[6] = {}, tick = clock64();
+  // Diagnostics (built with -DKDA_PHASE_CLOCKS, bench with KDA_PROFILE=1): thread 0's clock at each
+  // phase boundary, summed over the chunks: [0] waiting for inputs and the other warps, [1] P1, [2]
+  // P2, [3] P3, [4] P4, [5] scan (prep alone: the next chunk's loads and W's and U^T's copies; [0]
+  // then includes the loads' wait). Compiled out otherwise: switched off at run time, the counters
+  // still cost 1-2% (they spilled, and every warp waited on their loads; ncu, 2026-12-06).
+  long long prof[6] = {}, tick = kPhaseClocks ? clock64() : 0;
   auto mark = [&](int phase) {
-    if (p.prof && tid == 0) {
+    if (kPhaseClocks && p.prof && tid == 0) {
       const long long now = clock64();
       prof[phase] += now - tick, tick = now;
     }
@@ -1229,7 +1235,7 @@ __global__ void __launch_bounds__(kThreads, kPrep ? kPrepCtasPerSm : 1) FusedKer
   }
   CpAsyncWait<0>();
   if (kPrep && tid == 0) BulkWait<0>();
-  if (p.prof && tid == 0) {
+  if (kPhaseClocks && p.prof && tid == 0) {
     for (int i = 0; i < 6; ++i) atomicAdd(p.prof + i, (unsigned long long)prof[i]);
     atomicAdd(p.prof + 6, (unsigned long long)chunks_done);
   }
