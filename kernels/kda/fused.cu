@@ -61,13 +61,14 @@
 #include "kda_params.h"
 #endif
 #ifndef KDA_TILE_UNROLL
-#define KDA_TILE_UNROLL 4  // the tiles' 8 steps of 16 channels (4 against 2 on 2026-12-04: P2 -4%)
+#define KDA_TILE_UNROLL 4  // the fused kernel's tiles' 8 steps of 16 channels (4 against 2 on 2026-12-04: P2 -4%)
+#endif
+#ifndef KDA_PREP_TILE_UNROLL
+#define KDA_PREP_TILE_UNROLL 2  // the same for prep alone, two CTAs an SM (2 against 4: 1% at H96, 2026-12-06)
 #endif
 #ifndef KDA_PHASE_CLOCKS
 #define KDA_PHASE_CLOCKS 0
 #endif
-#define KDA_STR(x) #x
-#define KDA_UNROLL(n) _Pragma(KDA_STR(unroll n))
 
 namespace longhaul::kda::gpu {
 namespace {
@@ -145,6 +146,8 @@ struct Layout {
   static constexpr int kLP = kLA;   // where P2 writes L (at LOff)
   // Element (row, d) of an fp32 [64][128] region R1..R3; byte b of raw q's or k's row; L(i, j).
   __device__ static int F32(int row, int d) { return row * kLdF + d; }
+  static constexpr int kRowF = kLdF, kOddFlip = 0;  // (F32 for P2's strength-reduced reads)
+  static constexpr int kTileUnroll = KDA_TILE_UNROLL;
   __device__ static int Raw(int row, int b) { return row * kLdQK * 2 + b; }
   __device__ static int LOff(int i, int j) { return i * kLdLA + j; }
   static_assert(kBytes + 1024 <= 232448, "over the sm_90 opt-in shared memory (with 1 KiB to align)");
@@ -195,6 +198,8 @@ struct PrepLayout {
   static constexpr int kAbh = kV + kC * kLdV * 2, kAbl = kAbh + kC * kLd64 * 2;
   static constexpr int kX = kAbl + kC * kLd64 * 2;
   __device__ static int F32(int row, int d) { return row * 128 + ((((d >> 2) ^ ((row & 1) << 2)) << 2) | (d & 3)); }
+  static constexpr int kRowF = 128, kOddFlip = 16;  // F32 for d = 16 s + 4 t: row * 128 + 16 (s ^ (row & 1)) + 4 t
+  static constexpr int kTileUnroll = KDA_PREP_TILE_UNROLL;
   __device__ static int Raw(int row, int b) { return row * 256 + (b ^ ((row & 1) << 5)); }
   __device__ static int LOff(int i, int j) {
     const int r = i >> 4, c = j >> 4;
@@ -323,26 +328,30 @@ __device__ __forceinline__ void StoreTile(unsigned char* smem, unsigned char* aq
 template <class Ly, int NH>
 __device__ __forceinline__ void FactoredHalves(unsigned char* smem, unsigned char* aqk, int r, int u0, int lane,
                                                float scale) {
-  const float* sQa = reinterpret_cast<const float*>(smem + Ly::kR1);
-  const float* sKa = reinterpret_cast<const float*>(smem + Ly::kR2);
-  const float* sKb = reinterpret_cast<const float*>(smem + Ly::kR3);
-  const float* sF = reinterpret_cast<const float*>(smem + Ly::kF) + r * (r + 1) / 2 * kK;  // tile (r, 0)
-  const int g = lane >> 2, t = lane & 3, i0 = 16 * r + g;
+  // Every row this lane reads (16 r + g, + 8, 8 u + g) has g's parity, so one offset a step serves
+  // all of them: step s's four channels sit at 16 (s ^ odd) + 4 t of the row (Ly::F32), the rows at
+  // constant distances. (Per-load swizzled addresses made P2 two thirds integer instructions, ncu.)
+  const int g = lane >> 2, t = lane & 3, flip = (g & 1) * Ly::kOddFlip;
+  const float* base = reinterpret_cast<const float*>(smem);
+  const float* qa = base + Ly::kR1 / 4 + (16 * r + g) * Ly::kRowF + 4 * t;  // Qa row 16 r + g; Ka, Kb alike
+  const float* kb = base + Ly::kR3 / 4 + (8 * u0 + g) * Ly::kRowF + 4 * t;
+  const float* fr = base + Ly::kF / 4 + r * (r + 1) / 2 * kK + 4 * t;  // F of tile (r, 0)
+  constexpr int kKa = (Ly::kR2 - Ly::kR1) / 4, kRow8 = 8 * Ly::kRowF;
   float aq[NH][4] = {}, ak[NH][4] = {};  // [half-tile][fragment]
-  KDA_UNROLL(KDA_TILE_UNROLL)
+#pragma unroll Ly::kTileUnroll
   for (int s = 0; s < 8; ++s) {
-    const int d = 16 * s + 4 * t;
-    const uint4 q0 = *reinterpret_cast<const uint4*>(sQa + Ly::F32(i0, d));
-    const uint4 q1 = *reinterpret_cast<const uint4*>(sQa + Ly::F32(i0 + 8, d));
-    const uint4 k0 = *reinterpret_cast<const uint4*>(sKa + Ly::F32(i0, d));
-    const uint4 k1 = *reinterpret_cast<const uint4*>(sKa + Ly::F32(i0 + 8, d));
+    const int o = (16 * s) ^ flip;
+    const uint4 q0 = *reinterpret_cast<const uint4*>(qa + o);
+    const uint4 q1 = *reinterpret_cast<const uint4*>(qa + kRow8 + o);
+    const uint4 k0 = *reinterpret_cast<const uint4*>(qa + kKa + o);
+    const uint4 k1 = *reinterpret_cast<const uint4*>(qa + kKa + kRow8 + o);
 #pragma unroll
     for (int x = 0; x < NH; ++x) {
       const int u = u0 + x;  // tile column u / 2, n-tile u % 2: key row 8 u + g
-      const float4 f = *reinterpret_cast<const float4*>(sF + (u >> 1) * kK + d);
-      const float4 kb = *reinterpret_cast<const float4*>(sKb + Ly::F32(8 * u + g, d));
-      const uint32_t b0 = RoundTf32(kb.x * f.x), b1 = RoundTf32(kb.y * f.y);
-      const uint32_t b2 = RoundTf32(kb.z * f.z), b3 = RoundTf32(kb.w * f.w);
+      const float4 f = *reinterpret_cast<const float4*>(fr + (u >> 1) * kK + 16 * s);
+      const float4 kv = *reinterpret_cast<const float4*>(kb + x * kRow8 + o);
+      const uint32_t b0 = RoundTf32(kv.x * f.x), b1 = RoundTf32(kv.y * f.y);
+      const uint32_t b2 = RoundTf32(kv.z * f.z), b3 = RoundTf32(kv.w * f.w);
       // k-index t <-> d, t+4 <-> d+1 (first MMA); t <-> d+2, t+4 <-> d+3 (second)
       MmaTf32(aq[x], q0.x, q1.x, q0.y, q1.y, b0, b1);
       MmaTf32(aq[x], q0.z, q1.z, q0.w, q1.w, b2, b3);
