@@ -1277,7 +1277,11 @@ struct ScanRing {
 constexpr int kSortedSeqs = 64;
 __device__ int LongestFirst(const Params& p, int slot, int* scratch) {
   if (!p.cu || p.N < 2 || p.N > kSortedSeqs) return slot;
-  for (int m = threadIdx.x; m < p.N; m += blockDim.x) scratch[m] = int(p.cu[m + 1] - p.cu[m]);
+  for (int m = threadIdx.x; m < p.N; m += blockDim.x) {
+    int64_t bos, len;
+    SeqSpan(p, m, bos, len);
+    scratch[m] = int(len);
+  }
   __syncthreads();
   __shared__ int chosen;
   for (int m = threadIdx.x; m < p.N; m += blockDim.x) {
