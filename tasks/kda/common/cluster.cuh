@@ -1,0 +1,1 @@
+../../../kernels/common/cluster.cuh
