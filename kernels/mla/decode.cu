@@ -5,11 +5,6 @@
 // every entry b whose tokens meet the part's range, over the split's keys [t0, t1) of b. An entry
 // with one split gets its bf16 o and LSE here; otherwise the split's partial (m, l and O / l in fp16)
 // goes to workspace slot b + part for combine.cu. Inputs bf16, accumulation fp32.
-// Pairs (MLA_CLUSTER_MERGE, where schedule.h's PairsFor holds): the grid is (m_blocks, 2P) in
-// clusters of two, and CTA 2 part + rank runs half of each of the part's splits (PairMid). The two
-// merge their (m, l, O) over DSMEM before anything leaves, and each writes half of every row's
-// columns, so the workspace holds P partials while 2P CTAs keep the SMs busy (B1 H64 S8192 s_q1:
-// 66 partials where 132 CTAs each had their own).
 //
 // Tiles and why:
 //   kBlockM = 64 rows (s-major (s, h) pairs of one entry): 4 row groups of 16 = one mma M each.
@@ -55,7 +50,6 @@
 // (the barrier and the next tile's issue overlap them), then ~1.5k with it idle (S's swap, softmax,
 // PV's issue); at B128 H16 (mma.sync, cp.async), which the loads bound: the next tile's issue ~1.4k,
 // QK^T ~0.8k, softmax ~0.4k, PV ~0.8k, landing and barrier ~0.35k.
-#include "common/cluster.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 #include "mla/mla_gpu.cuh"
@@ -67,9 +61,7 @@
 // warpgroups of the four-row-group (wgmma) path share QK^T: 1 = by k-steps, then S's halves swap
 // through shared memory (B128 H128 s_q1 826 -> 800 us, prefill 12.9 -> 12.3 ms); 0 = by tokens;
 // MLA_KV_TMA, whether the wgmma path copies KV tiles by TMA (1) or cp.async (0); MLA_SEESAW, whether
-// four row groups with TMA and long parts run the seesaw schedule (1) or the path above (0);
-// MLA_CLUSTER_MERGE, whether short parts are each run by a cluster of two CTAs that merge their
-// halves of every split on chip (1) or by one CTA (0).
+// four row groups with TMA and long parts run the seesaw schedule (1) or the path above (0).
 #if __has_include("mla_params.h")
 #include "mla_params.h"
 #endif
@@ -84,9 +76,6 @@
 #endif
 #ifndef MLA_SEESAW
 #define MLA_SEESAW 1
-#endif
-#ifndef MLA_CLUSTER_MERGE
-#define MLA_CLUSTER_MERGE 1
 #endif
 
 #define MLA_STR(x) #x
@@ -133,12 +122,6 @@ struct Layout {
 // took 64 store instructions a thread.
 constexpr int kStageRow = kDimV * 2 + 16;
 static_assert(kBlockM * kStageRow <= 2 * kTileBytes, "the staged partial must fit the KV buffers");
-// A pair's merge (kPair = 2): the peer's weighted fp32 O for this CTA's half of the columns lands
-// after the staging rows, 1056 bytes a row so that a half-warp's 8-byte accesses (4 rows x 4 lanes)
-// hit 32 distinct banks.
-constexpr int kRecvRow = kDimV / 2 * 4 + 32;
-constexpr int kOffRecv = kBlockM * kStageRow;
-static_assert(kOffRecv + kBlockM * kRecvRow <= 2 * kTileBytes, "the pair's exchange must fit the KV buffers");
 
 __device__ __forceinline__ uint32_t Off576(int row, int chunk) { return Sw128Offset(row, chunk, kBlockBytes); }
 __device__ __forceinline__ uint32_t OffP(int row, int chunk) { return Sw128Offset(row, chunk, 0); }
@@ -410,7 +393,6 @@ __device__ __forceinline__ void ScaleMask(float (&s)[N][4], int u, int t0, const
 // fences); unexplained (kernels/mla/RESULTS.md). memcheck and synccheck are clean, gpu_check passes.
 enum : int { kBarA = 1, kBarB = 2, kBarWg = 3, kBarQ = 5, kBarM = 6 };
 constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
-static_assert(kPairMaxTokens <= kSeesawMinTokens, "pairs (schedule.h) run parts too short for the seesaw");
 template <int kId, int kThreadCount>
 __device__ __forceinline__ void NamedArrive() {
   asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "n"(kThreadCount) : "memory");
@@ -706,7 +688,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
 // 64-row layout left 6 of 8 warps idle and put the other two on one scheduler.
 // kSeesaw (four row groups, the cache's TMA maps valid): every segment runs the seesaw schedule,
 // and the other paths are compiled out (with them in the same kernel the registers spilled).
-template <int kRowGroups, bool kSeesaw, int kPair>
+template <int kRowGroups, bool kSeesaw>
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constant__ Params p) {
   constexpr int kRows = 16 * kRowGroups;
   constexpr int kSplit = 8 / kRowGroups;     // warps sharing a row group
@@ -720,7 +702,6 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   // holds the same rows, tokens and columns as the mma.sync layout's slice c).
   constexpr bool kWgmma = kRowGroups == 4;
   static_assert(!kSeesaw || kWgmma, "the seesaw is for four row groups");
-  static_assert(kPair == 1 || (kPair == 2 && !kSeesaw), "pairs run the short parts, which skip the seesaw");
   __shared__ unsigned long long prof[kPhaseCounters];
   // TMA tiles land on tile_bars[i % kStages] (the seesaw: on (buffer, half), four)
   constexpr int kBars = 4;
@@ -746,13 +727,12 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   const int g = warp % kRowGroups, c = warp / kRowGroups;
   // m-blocks last to first: with causal s_q > 1 the last rows see the most keys, so the longest CTAs
   // start first and the grid's tail is short ones (prefill: 1 to 128 tiles a CTA).
-  const int mb = gridDim.x - 1 - blockIdx.x, part = blockIdx.y / kPair;
-  const int rank = blockIdx.y % kPair;  // which half of each split (pairs; the cluster is (1, kPair))
+  const int mb = gridDim.x - 1 - blockIdx.x, part = blockIdx.y;
 
   // With one entry, every part starts in entry 0: its Q rows load while the CTA reads the seqlens.
   const int R0 = mb * kBlockM;
   if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
-  const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0 && rank == 0);
+  const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0);
   Mark(p, prof, kScan);
   const int64_t W = first.W;
   const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
@@ -775,9 +755,8 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     if (c0 >= end) break;
     if (c1 == c0) continue;
     const int S_b = int(c1 - c0);
-    int t0 = int(max(start, c0) - c0), t1 = int(min(end, c1) - c0);
+    const int t0 = int(max(start, c0) - c0), t1 = int(min(end, c1) - c0);
     const int nsplit = SplitsOf(c0, c1, W, Pe);
-    if constexpr (kPair == 2) (rank == 0 ? t1 : t0) = PairMid(t0, t1);
     // The rows' key limits; the CTA's last useful key (the last row sees the most: s ascends in R).
     int lim[2];
     for (int j = 0; j < 2; ++j) {
@@ -1079,91 +1058,38 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       if ((lane & 3) == 0) sSum[c * kRows + r_[k]] = l[k];
     }
     __syncthreads();
-    // The rows' sum lt and reference mr, and sc, what O is multiplied by on its way out (1 / lt).
-    float lt[2], mr[2] = {m[0], m[1]}, sc[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      lt[k] = 0.f;
-#pragma unroll
-      for (int w = 0; w < kSplit; ++w) lt[k] += sSum[w * kRows + r_[k]];
-      sc[k] = lt[k] > 0.f ? 1.f / lt[k] : 0.f;
-    }
-    // The warp's columns lie in half `half` of the row; a pair's CTA writes half `rank` of each row.
-    const int half = 2 * c / kSplit;
-    const bool writes = kPair == 1 || half == rank;
-    if constexpr (kPair == 2) {
-      // The pair's merge (split_reference.h's Combine over two): each CTA publishes its rows' (m, l),
-      // weighs its O by its share of the pair's sum, and the warps holding the peer's half of the
-      // columns send theirs over DSMEM in fp32; the warps holding this CTA's half add what came.
-      float2* stat = reinterpret_cast<float2*>(sMax);  // [kRows]: free after the last tile
-      if (c == 0 && (lane & 3) == 0) stat[r_[0]] = make_float2(m[0], lt[0]), stat[r_[1]] = make_float2(m[1], lt[1]);
-      ClusterSync();  // both CTAs' statistics are out, and their KV buffers are free for the exchange
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const float2 peer = LdCluster(PeerAddr(SmemAddr(stat + r_[k]), rank ^ 1));
-        const float m_own = lt[k] > 0.f ? m[k] : -INFINITY, m_peer = peer.y > 0.f ? peer.x : -INFINITY;
-        const float mx = fmaxf(m_own, m_peer);
-        const float e_own = lt[k] > 0.f ? exp2f(m_own - mx) : 0.f, e_peer = peer.y > 0.f ? exp2f(m_peer - mx) : 0.f;
-        const float sum = lt[k] * e_own + peer.y * e_peer;
-        sc[k] = sum > 0.f ? e_own / sum : 0.f;
-        mr[k] = mx, lt[k] = sum;
-      }
-      const uint32_t recv = sKV + kOffRecv + (8 * kOutTiles * c + 2 * (lane & 3) - kDimV / 2 * half) * 4;
-      if (!writes) {
-        const uint32_t to = PeerAddr(recv, rank ^ 1);
-#pragma unroll
-        for (int k = 0; k < 2; ++k)
-          if (R0 + r_[k] < p.M)
-#pragma unroll
-            for (int n = 0; n < kOutTiles; ++n)
-              StCluster(to + r_[k] * kRecvRow + 32 * n, o[n][2 * k] * sc[k], o[n][2 * k + 1] * sc[k]);
-      }
-      ClusterSync();  // the peer's halves landed
-      if (writes) {
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-#pragma unroll
-          for (int n = 0; n < kOutTiles; ++n) {
-            float2 v;
-            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(recv + r_[k] * kRecvRow + 32 * n));
-            o[n][2 * k] = o[n][2 * k] * sc[k] + v.x, o[n][2 * k + 1] = o[n][2 * k + 1] * sc[k] + v.y;
-          }
-          sc[k] = 1.f;
-        }
-      }
-    }
-    // The rows leave through shared memory, then one bulk copy each (a row is 1 KiB, contiguous; a
-    // pair's CTA copies its half) when the destination rows are 16-byte aligned, as the partials
-    // always are (o: 64 4-byte stores a thread took ~9k cycles a CTA at prefill, whose 8192 CTAs
-    // each write o); else by 4-byte copies.
+    // The rows leave through shared memory, then one bulk copy each (a row is 1 KiB, contiguous) when
+    // the destination rows are 16-byte aligned, as the partials always are (o: 64 4-byte stores a
+    // thread took ~9k cycles a CTA at prefill, whose 8192 CTAs each write o); else by 4-byte copies.
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int R = R0 + r_[k];
-      if (R >= p.M || !writes) continue;
-      const float inv = sc[k];
+      if (R >= p.M) continue;
+      float lt = 0.f;
+#pragma unroll
+      for (int w = 0; w < kSplit; ++w) lt += sSum[w * kRows + r_[k]];
+      const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const uint32_t dst = sKV + r_[k] * kStageRow + (8 * kOutTiles * c + 2 * (lane & 3)) * 2;
       if (nsplit > 1) {
 #pragma unroll
         for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackHalf(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
         if (c == 0 && (lane & 3) == 0)
-          *reinterpret_cast<float2*>(p.ml + (int64_t(SlotOf(b, part)) * p.M + R) * 2) = make_float2(mr[k], lt[k]);
+          *reinterpret_cast<float2*>(p.ml + (int64_t(SlotOf(b, part)) * p.M + R) * 2) = make_float2(m[k], lt);
       } else {
 #pragma unroll
         for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackBf16(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
         if (c == 0 && (lane & 3) == 0 && p.lse)
           p.lse[b * p.lse_st[0] + (R / p.H) * p.lse_st[1] + (R % p.H) * p.lse_st[2]] =
-              lt[k] > 0.f ? (mr[k] + log2f(lt[k])) * kLn2 : -INFINITY;
+              lt > 0.f ? (m[k] + log2f(lt)) * kLn2 : -INFINITY;
       }
     }
     FenceProxyAsync();  // st.shared -> the bulk copy
     __syncthreads();
-    constexpr int kOutBytes = kDimV * 2 / kPair;  // of a row, this CTA's (from byte rank * kOutBytes)
-    auto row_dst = [&](int R) {
-      return (nsplit > 1 ? reinterpret_cast<char*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV)
-                         : reinterpret_cast<char*>(p.o + b * p.o_st[0] + (R / p.H) * p.o_st[1] + (R % p.H) * p.o_st[2])) +
-             rank * kOutBytes;
+    auto row_dst = [&](int R) -> void* {
+      return nsplit > 1 ? static_cast<void*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV)
+                        : p.o + b * p.o_st[0] + (R / p.H) * p.o_st[1] + (R % p.H) * p.o_st[2];
     };
     if (nsplit > 1 || (reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_st[0] % 8 == 0 && p.o_st[1] % 8 == 0 &&
                        p.o_st[2] % 8 == 0)) {
@@ -1171,15 +1097,15 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
                      "cp.async.bulk.commit_group;\n"
                      "cp.async.bulk.wait_group 0;\n" ::"l"(row_dst(R0 + tid)),
-                     "r"(sKV + tid * kStageRow + rank * kOutBytes), "n"(kOutBytes)
+                     "r"(sKV + tid * kStageRow), "n"(kDimV * 2)
                      : "memory");
       }
     } else {
       for (int row = warp; row < rows_valid; row += kThreads / 32) {
-        uint32_t* dst = reinterpret_cast<uint32_t*>(row_dst(R0 + row));
-        for (int word = lane; word < kOutBytes / 4; word += 32) {
+        uint32_t* dst = static_cast<uint32_t*>(row_dst(R0 + row));
+        for (int word = lane; word < kDimV / 2; word += 32) {
           uint32_t v;
-          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(sKV + row * kStageRow + rank * kOutBytes + word * 4));
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(sKV + row * kStageRow + word * 4));
           dst[word] = v;
         }
       }
@@ -1190,38 +1116,23 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   ReportProfile(p, prof);
 }
 
-template <int kRowGroups, bool kSeesaw = false, int kPair = 1>
+template <int kRowGroups, bool kSeesaw = false>
 cudaError_t Launch(const Params& p, cudaStream_t stream) {
-  constexpr auto kernel = DecodeKernel<kRowGroups, kSeesaw, kPair>;
-  constexpr int kSmem = Layout<kRowGroups>::kBytes + 1024;
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
-    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups, kSeesaw>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             Layout<kRowGroups>::kBytes + 1024);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(p.m_blocks, p.parts * kPair), config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSmem, config.stream = stream;
-  cudaLaunchAttribute cluster;
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1, cluster.val.clusterDim.y = kPair, cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster, config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, p);
+  DecodeKernel<kRowGroups, kSeesaw><<<dim3(p.m_blocks, p.parts), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
+  return cudaGetLastError();
 }
 }  // namespace
 
-int CtasPerPart(int ctas, int64_t tokens_per_cta) {
-  return MLA_CLUSTER_MERGE && PairsFor(ctas, tokens_per_cta) ? 2 : 1;
-}
-
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
-  if (p.pair == 2) {
-    if (p.M <= 16) return Launch<1, false, 2>(p, stream);
-    if (p.M <= 32) return Launch<2, false, 2>(p, stream);
-    return Launch<4, false, 2>(p, stream);
-  }
   if (p.M <= 16) return Launch<1>(p, stream);
   if (p.M <= 32) return Launch<2>(p, stream);
   // The seesaw where parts are long (serving batches, prefill); with a tile or two a part (B1), the

@@ -36,14 +36,8 @@ std::string CheckGpu(const mla_fwd_params& p) {
   return "";
 }
 
-// The KV tokens the cache holds (an upper bound of the batch's sum of seqlens).
-int64_t Capacity(const mla_fwd_params& p) {
-  return int64_t(p.B) * (p.block_table ? int64_t(p.max_pages) * kPageSize : p.S_max);
-}
-
-// P for p's shape and the device, and the CTAs a part (decode.cu's pairs): num_parts, or else
-// schedule.h's rule, sets the CTAs an m-block, of which pairs take one part each.
-mla_status Parts(const mla_fwd_params& p, int* P, int* pair) {
+// P for p's shape and the device.
+mla_status Parts(const mla_fwd_params& p, int* P) {
   int sms = p.num_sms;
   if (sms == 0) {
     int dev = 0;
@@ -51,10 +45,8 @@ mla_status Parts(const mla_fwd_params& p, int* P, int* pair) {
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
       return SetError(MLA_ERR_CUDA, "cannot query the SM count");
   }
-  const int ctas = p.num_parts > 0 ? p.num_parts : PartsForShape(p.s_q, p.H, sms);
-  if (ctas > 65535) return SetError(MLA_ERR_UNSUPPORTED, "num_parts must be <= 65535");
-  *pair = gpu::CtasPerPart(ctas, Capacity(p) / ctas);
-  *P = ctas / *pair;
+  *P = p.num_parts > 0 ? p.num_parts : PartsForShape(p.s_q, p.H, sms);
+  if (*P > 65535) return SetError(MLA_ERR_UNSUPPORTED, "num_parts must be <= 65535");
   return MLA_OK;
 }
 
@@ -99,8 +91,8 @@ using namespace longhaul::mla;
 extern "C" mla_status mla_fwd_workspace_size(const mla_fwd_params* p, size_t* bytes) {
   if (!p || !bytes) return SetError(MLA_ERR_INVALID, "params or bytes is NULL");
   if (p->B < 1 || p->s_q < 1 || p->H < 1) return SetError(MLA_ERR_INVALID, "B, s_q and H must be >= 1");
-  int P, pair;
-  if (mla_status s = Parts(*p, &P, &pair); s != MLA_OK) return s;
+  int P;
+  if (mla_status s = Parts(*p, &P); s != MLA_OK) return s;
   *bytes = size_t(MakeWorkspaceLayout(p->B, p->s_q, p->H, P).bytes);
   ClearError();
   return MLA_OK;
@@ -111,16 +103,16 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   const mla_fwd_params& p = *pp;
   if (std::string e = CheckParams(p, p.seqlens_host); !e.empty()) return SetError(MLA_ERR_INVALID, e);
   if (std::string e = CheckGpu(p); !e.empty()) return SetError(MLA_ERR_UNSUPPORTED, e);
-  int P, pair;
-  if (mla_status s = Parts(p, &P, &pair); s != MLA_OK) return s;
+  int P;
+  if (mla_status s = Parts(p, &P); s != MLA_OK) return s;
   const WorkspaceLayout w = MakeWorkspaceLayout(p.B, p.s_q, p.H, P);
   if (!p.workspace || p.workspace_bytes < size_t(w.bytes) || reinterpret_cast<uintptr_t>(p.workspace) % 256)
     return SetError(MLA_ERR_WORKSPACE, "workspace needs " + std::to_string(w.bytes) + " bytes, 256-byte aligned");
 
   gpu::Params g{};
   g.B = p.B, g.s_q = p.s_q, g.H = p.H, g.M = p.s_q * p.H;
-  g.m_blocks = MBlocks(p.s_q, p.H), g.parts = P, g.pair = pair;
-  g.part_tokens = Capacity(p) / (P * pair);
+  g.m_blocks = MBlocks(p.s_q, p.H), g.parts = P;
+  g.part_tokens = int64_t(p.B) * (p.block_table ? int64_t(p.max_pages) * kPageSize : p.S_max) / P;
   g.q = static_cast<const __nv_bfloat16*>(p.q);
   g.kv = static_cast<const __nv_bfloat16*>(p.kv);
   g.o = static_cast<__nv_bfloat16*>(p.o);

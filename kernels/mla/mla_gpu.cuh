@@ -29,9 +29,8 @@ struct Params {
   CUtensorMap kv_map_lo, kv_map_hi;
   bool kv_tma;               // the three maps are valid
   int B, s_q, H, M;          // M = s_q * H query rows per entry (row R = s * H + h)
-  int m_blocks, parts;       // parts = P of schedule.h; the decode grid is (m_blocks, parts * pair)
-  int pair;                  // CTAs a part: 1, or 2 (a cluster that splits each split and merges the halves)
-  int64_t part_tokens;       // at most this many tokens a CTA (the cache's capacity over parts * pair)
+  int m_blocks, parts;       // the decode grid (m_blocks, parts); parts = P of schedule.h
+  int64_t part_tokens;       // at most this many tokens a part (the cache's capacity over P)
   const __nv_bfloat16* q;    int64_t q_st[3];   // {b, s, h}
   const __nv_bfloat16* kv;   int64_t kv_st[2];  // {b, t} contiguous or {page, t} paged
   const int32_t* block_table;                    // paged when not null
@@ -65,8 +64,6 @@ constexpr int kPhaseCounters = kSeesawClocks + 2 * kSwPhases;
 void SetProfileBuffer(unsigned long long* buf);
 
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream);
-// The `pair` for `ctas` CTAs an m-block with this many tokens each (decode.cu's MLA_CLUSTER_MERGE).
-int CtasPerPart(int ctas, int64_t tokens_per_cta);
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream);
 
 constexpr float kLn2 = 0.69314718055994530942f;

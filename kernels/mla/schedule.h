@@ -11,8 +11,8 @@
 // q_seq_per_hk) and cut into m-blocks of kBlockM = 64 rows: m_blocks = ceil(s_q H / 64). Every
 // m-block reads the whole KV range of its split (the KV tile is shared by all 64 rows: MQA).
 //
-// Parts. The grid is (m_blocks, P) CTAs with P = max(1, floor(num_sms / m_blocks)) (PartsForShape;
-// halved where pairs run the parts, below): one CTA per SM when m_blocks divides num_sms (132 = 1*132 = 2*66 = 4*33 = 3*44 ...). The KV work of the whole
+// Parts. The grid is (m_blocks, P) CTAs with P = max(1, floor(num_sms / m_blocks)): one CTA per SM
+// when m_blocks divides num_sms (132 = 1*132 = 2*66 = 4*33 = 3*44 ...). The KV work of the whole
 // batch is the concatenation of the entries' token ranges, W = sum_b S_b tokens (cum[b] = its
 // prefix sums). Part p owns the tokens [floor(p W / P'), floor((p+1) W / P')) of that line, where
 // P' = min(P, max(1, floor(W / kMinSplitTokens))) (parts p >= P' exit at once). Every part gets
@@ -32,13 +32,8 @@
 // KV tiles and writes m = -inf, l = 0 (or o = 0, LSE = -inf directly): a split range is never
 // empty, but its visible part for some rows may be.
 //
-// CTAs. The GPU runs each part with one CTA, or where parts are short with a pair of CTAs that each
-// take half of every split and merge the halves on chip (decode.cu): the splits and the workspace
-// are P's either way, so the CPU model (split_reference.h) holds for both.
-//
-// Examples (132 SMs): B1 H64 S8192 s_q1: 1 x 132 CTAs in pairs, so P = 66 splits of 124 tokens
-// (64 + 60 a pair; 132 splits of 62-63 tokens unpaired). s_q2: M=128, 2 x 66 CTAs, P = 33 in
-// pairs. s_q4: 4 x 33 (odd: unpaired). B128 H16 S8192: 1 x 132, W = 1M tokens, 7944-7945 per part, each entry 2
+// Examples (132 SMs): B1 H64 S8192 s_q1: 1 x 132 CTAs, 132 splits of 62-63 tokens. s_q2: M=128,
+// 2 x 66. s_q4: 4 x 33. B128 H16 S8192: 1 x 132, W = 1M tokens, 7944-7945 per part, each entry 2
 // splits (a few 3). B128 H128 s_q1: 2 x 66; s_q2: 4 x 33. Prefill s_q = S = 8192, H64: m_blocks =
 // 8192 > 132, so P = 1: one split per entry, no partials, the grid is 8192 CTAs.
 #pragma once
@@ -94,19 +89,6 @@ MLA_HD int PartOf(int64_t x, int64_t W, int Pe) { return int(((x + 1) * Pe - 1) 
 // Splits of the entry whose tokens are [c0, c1) on the line.
 MLA_HD int SplitsOf(int64_t c0, int64_t c1, int64_t W, int Pe) {
   return c1 <= c0 ? 0 : PartOf(c1 - 1, W, Pe) - PartOf(c0, W, Pe) + 1;
-}
-
-// Pairs (decode.cu, where its MLA_CLUSTER_MERGE is on): when an m-block's CTAs are even and each
-// would have fewer than kPairMaxTokens tokens, two CTAs run each part: P = ctas / 2. There the
-// partials weigh most against the KV (at B1 H64 S8192 s_q1, 132 unpaired partials of 64 KiB
-// outweighed the 9.4 MB of KV); longer parts go to the seesaw (decode.cu's kSeesawMinTokens).
-constexpr int64_t kPairMaxTokens = 8 * kBlockN;
-MLA_HD bool PairsFor(int ctas, int64_t tokens_per_cta) { return ctas % 2 == 0 && tokens_per_cta < kPairMaxTokens; }
-// Where rank 1's half of the split [t0, t1) starts: rank 0 takes the first ceil(tiles / 2) tiles,
-// so the pair's longer half has as few tiles as one CTA can have.
-MLA_HD int PairMid(int t0, int t1) {
-  const int mid = t0 + (t1 - t0 + 2 * kBlockN - 1) / (2 * kBlockN) * kBlockN;
-  return mid < t1 ? mid : t1;
 }
 
 // Workspace slot of split (b, p), and the slots to allocate (0 when no entry can be split).

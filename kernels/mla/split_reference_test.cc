@@ -150,53 +150,6 @@ TEST(MlaSchedule, FillsAll132SmsAtTargetShapes) {
   for (int n : t.nsplits) EXPECT_TRUE(n == 2 || n == 3) << n;
 }
 
-// Pairs (schedule.h): at B1 H64 S8192 s_q 1 and 2 two CTAs share each part, so half the partials
-// while all 132 SMs stay busy, and no CTA gets more tiles than unpaired; elsewhere no pairs.
-TEST(MlaSchedule, PairsHalveB1PartialsWithoutLongerCtas) {
-  auto tiles = [](int n) { return (n + kBlockN - 1) / kBlockN; };
-  for (int s_q : {1, 2}) {
-    SCOPED_TRACE("s_q" + std::to_string(s_q));
-    const int ctas = PartsForShape(s_q, 64, 132);
-    ASSERT_TRUE(PairsFor(ctas, 8192 / ctas));
-    const Schedule alone = MakeSchedule(1, s_q, 64, {8192}, 132);
-    const Schedule paired = MakeSchedule(1, s_q, 64, {8192}, 132, ctas / 2);
-    EXPECT_EQ(2 * paired.busy_ctas(), alone.busy_ctas());
-    EXPECT_EQ(2 * paired.splits.size(), alone.splits.size());
-    int most_alone = 0, most_paired = 0;
-    for (const Split& sp : alone.splits) most_alone = std::max(most_alone, tiles(sp.end - sp.begin));
-    for (const Split& sp : paired.splits) {
-      const int mid = PairMid(sp.begin, sp.end);
-      ASSERT_LE(sp.begin, mid);
-      ASSERT_LE(mid, sp.end);
-      most_paired = std::max({most_paired, tiles(mid - sp.begin), tiles(sp.end - mid)});
-    }
-    EXPECT_EQ(most_paired, most_alone);
-  }
-  EXPECT_FALSE(PairsFor(PartsForShape(4, 64, 132), 8192 / 33));       // 33 CTAs: odd
-  EXPECT_FALSE(PairsFor(PartsForShape(1, 16, 132), 128 * 8192 / 132));  // serving: long parts
-  EXPECT_FALSE(PairsFor(PartsForShape(8192, 64, 132), 8192));          // prefill: one part
-  // Rank 0 takes ceil(tiles / 2) tiles; rank 1 may get nothing.
-  EXPECT_EQ(PairMid(10, 11), 11);
-  EXPECT_EQ(PairMid(0, 64), 64);
-  EXPECT_EQ(PairMid(0, 65), 64);
-  EXPECT_EQ(PairMid(5, 5 + 124), 5 + 64);
-  EXPECT_EQ(PairMid(0, 3 * 64 + 1), 128);
-}
-
-// Each split cut at PairMid and merged (decode.cu's pairs) still gives the direct result.
-TEST(MlaSchedule, PairedHalvesMatchDirect) {
-  Case c;
-  c.B = 3, c.s_q = 2, c.H = 2, c.seqlens = {5000, 1, 95};
-  auto in = MakeRandom(c, 4321);
-  const Schedule s = MakeSchedule(c.B, c.s_q, c.H, c.seqlens, 132, 66);
-  std::vector<std::vector<int>> bounds(c.B);
-  for (int b = 0; b < c.B; ++b) bounds[b] = {0};
-  for (const Split& sp : s.splits) bounds[sp.b].push_back(PairMid(sp.begin, sp.end)), bounds[sp.b].push_back(sp.end);
-  const Result a = Attention(in.paged), d = SplitAttention(in.paged, bounds);
-  EXPECT_LT(MaxRelErr(a.o, d.o), 1e-12);
-  EXPECT_LT(MaxRelErr(a.lse, d.lse), 1e-12);
-}
-
 TEST(MlaSchedule, PrefillAndSinglePartHaveNoPartials) {
   const Schedule s = MakeSchedule(1, 8192, 64, {8192}, 132);
   EXPECT_EQ(s.m_blocks, 8192);

@@ -1,1 +1,0 @@
-../../../kernels/common/cluster.cuh
