@@ -14,11 +14,16 @@
 // Parts. The grid is (m_blocks, P) CTAs with P = max(1, floor(num_sms / m_blocks)): one CTA per SM
 // when m_blocks divides num_sms (132 = 1*132 = 2*66 = 4*33 = 3*44 ...). The KV work of the whole
 // batch is the concatenation of the entries' token ranges, W = sum_b S_b tokens (cum[b] = its
-// prefix sums). Part p owns the tokens [floor(p W / P'), floor((p+1) W / P')) of that line, where
-// P' = min(P, max(1, floor(W / kMinSplitTokens))) (parts p >= P' exit at once). Every part gets
-// floor(W/P') or ceil(W/P') tokens: the balance is exact to one token, and no part is empty.
-// Boundaries are at token granularity, not pages: at B=1 H64 S8192 that is 132 splits of 62 or 63
-// tokens (FlashMLA's 64-token granularity and fixed overhead give 64 splits, half the machine).
+// prefix sums). Parts are whole 64-token pages of that line: with U = ceil(W / 64) pages and
+// T = 64 ceil(U / P) tokens a part, part p owns [p T, min((p+1) T, W)), and P' = ceil(U / ceil(U /
+// P)) <= P parts get work (parts p >= P' exit at once). Every part but the last has T tokens, the
+// last 1 to T; no part is empty, and none has more tiles than the fewest the longest part of any
+// cut into P can have. Where the entries' lengths are multiples of 64 every split starts on a page
+// (the TMA path, no masked rows), and P' may leave a few SMs idle: at B=1 H64 S8192 s_q1 P' = 128
+// parts of one page (4 of 132 SMs idle), where token-exact parts (132 of 62-63 tokens, as this rule
+// was until 2026-12-06) took 23.9-24.1 us against 23.4-23.6 on an H200, and s_q2 and s_q4 gained
+// 0.4 and 1.5 us; on an H100 it was a wash (+0.2, +0.5, -0.25 us; BENCHMARKS.md). FlashMLA's
+// 64-token granularity and fixed overhead give 64 splits, half the machine.
 //
 // Splits. A part's range crosses entry boundaries: the piece of entry b inside part p is one
 // split, (b, p). Entry b has n_b = PartOf(cum[b+1]-1) - PartOf(cum[b]) + 1 splits (0 if S_b = 0),
@@ -32,10 +37,11 @@
 // KV tiles and writes m = -inf, l = 0 (or o = 0, LSE = -inf directly): a split range is never
 // empty, but its visible part for some rows may be.
 //
-// Examples (132 SMs): B1 H64 S8192 s_q1: 1 x 132 CTAs, 132 splits of 62-63 tokens. s_q2: M=128,
-// 2 x 66. s_q4: 4 x 33. B128 H16 S8192: 1 x 132, W = 1M tokens, 7944-7945 per part, each entry 2
-// splits (a few 3). B128 H128 s_q1: 2 x 66; s_q2: 4 x 33. Prefill s_q = S = 8192, H64: m_blocks =
-// 8192 > 132, so P = 1: one split per entry, no partials, the grid is 8192 CTAs.
+// Examples (132 SMs): B1 H64 S8192 s_q1: 1 x 132 CTAs, P' = 128 splits of one page. s_q2: M=128,
+// 2 x 66, P' = 64 of two pages. s_q4: 4 x 33, P' = 32 of four. B128 H16 S8192: 1 x 132, W = 1M
+// tokens, T = 125 pages, each entry 2 splits (a few 3). B128 H128 s_q1: 2 x 66 (T = 249 pages);
+// s_q2: 4 x 33 (T = 497). Prefill s_q = S = 8192, H64: m_blocks = 8192 > 132, so P = 1: one split
+// per entry, no partials, the grid is 8192 CTAs.
 #pragma once
 
 #include <stdint.h>
@@ -55,7 +61,6 @@ constexpr int kDimV = 512;       // the output row
 constexpr int kPageSize = 64;    // tokens per page of the paged cache
 constexpr int kBlockM = 64;      // query rows per CTA
 constexpr int kBlockN = 64;      // tokens per KV tile
-constexpr int kMinSplitTokens = 32;  // no split shorter than this (unless an entry is shorter)
 
 // Keys that query i (0 <= i < s_q) of an entry with S_b keys sees: 0 .. S_b - s_q + i when causal
 // (the queries are the last s_q positions of the sequence), all S_b otherwise. Clamped to [0, S_b].
@@ -73,18 +78,27 @@ MLA_HD int PartsForShape(int s_q, int H, int num_sms) {
   return p < 1 ? 1 : p;
 }
 
-// P': the parts that get work, for W total tokens.
+// P': the parts that get work, for W > 0 total tokens.
 MLA_HD int EffectiveParts(int64_t W, int P) {
-  int64_t cap = W / kMinSplitTokens;
-  if (cap < 1) cap = 1;
-  return P < cap ? P : int(cap);
+  const int64_t pages = (W + kPageSize - 1) / kPageSize, per_part = (pages + P - 1) / P;
+  return int((pages + per_part - 1) / per_part);
+}
+
+// T, the tokens of every part but the last: 64 ceil(U / P') (= 64 ceil(U / P), since P' is
+// EffectiveParts).
+MLA_HD int64_t PartTokens(int64_t W, int Pe) {
+  const int64_t pages = (W + kPageSize - 1) / kPageSize;
+  return (pages + Pe - 1) / Pe * kPageSize;
 }
 
 // First token (on the concatenated line) of part p; PartStart(P') = W.
-MLA_HD int64_t PartStart(int p, int64_t W, int Pe) { return int64_t(p) * W / Pe; }
+MLA_HD int64_t PartStart(int p, int64_t W, int Pe) {
+  const int64_t x = int64_t(p) * PartTokens(W, Pe);
+  return x < W ? x : W;
+}
 
-// The part that owns token x (0 <= x < W): the largest p with PartStart(p) <= x.
-MLA_HD int PartOf(int64_t x, int64_t W, int Pe) { return int(((x + 1) * Pe - 1) / W); }
+// The part that owns token x (0 <= x < W).
+MLA_HD int PartOf(int64_t x, int64_t W, int Pe) { return int(x / PartTokens(W, Pe)); }
 
 // Splits of the entry whose tokens are [c0, c1) on the line.
 MLA_HD int SplitsOf(int64_t c0, int64_t c1, int64_t W, int Pe) {
@@ -101,8 +115,8 @@ MLA_HD int64_t NumSlots(int B, int P) { return P <= 1 ? 0 : int64_t(B) + P - 1; 
 //   ml         fp32  [slots][M][2]    per split and row: running max m (base 2, scaled) and sum l
 //   opart      fp16  [slots][M][512]  per split and row: the split's normalised output O / l
 // with M = s_q * H. The partials are what the decode kernel leaves and the combine kernel reads.
-// Why 16 bits and normalised: at B1 H64 the partials (132 splits x 64 rows x 512) outweigh the KV
-// itself: 16 bits halve them (17.3 -> 8.7 MB). O / l is a convex combination of V
+// Why 16 bits and normalised: at B1 H64 the partials (128 splits x 64 rows x 512) weigh about as
+// much as the KV itself (8.4 MB against 9.4; fp32 would be 16.8). O / l is a convex combination of V
 // rows, so it lies in V's range; fp16, not bf16: bf16's rounding (2^-8 relative) of partials that
 // cancel in the merge took a serving-mix row past the check's 2^-8 max_row|ref| term, fp16's (2^-11)
 // is negligible. The cost: V entries must stay below fp16's 65504 in magnitude.

@@ -1,6 +1,6 @@
 // The split-KV CPU model: split partials + combine equal the direct reference for many split
-// counts (1, several, empty ranges), and the schedule's properties (all 132 SMs busy at the target
-// shapes, exact balance, never an empty split, slots unique, every token covered once).
+// counts (1, several, empty ranges), and the schedule's properties (128-132 of 132 SMs busy at the
+// target shapes, parts of whole pages, never an empty split, slots unique, every token covered once).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -94,7 +94,8 @@ TEST(MlaSplit, PartialIsRunningMaxSumUnnormalisedOutput) {
 }
 
 // Every token of every entry in exactly one split, in order; no split empty; slots unique and
-// inside the workspace; parts balanced to one token; nsplits consistent.
+// inside the workspace; every part but the last of T = PartTokens tokens (whole pages), the last
+// of 1 to T, no part more than ceil(pages / P) pages; nsplits consistent.
 void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens) {
   const int B = int(seqlens.size());
   std::vector<int> covered(B, 0), count(B, 0);
@@ -117,9 +118,13 @@ void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens)
     ASSERT_EQ(count[b], s.nsplits[b]);
   }
   if (!part_tokens.empty()) {
-    const auto [lo, hi] = std::minmax_element(part_tokens.begin(), part_tokens.end());
-    EXPECT_LE(*hi - *lo, 1);
-    EXPECT_GE(*lo, std::min<int64_t>(kMinSplitTokens, s.cum[B]));
+    const int64_t W = s.cum[B], T = PartTokens(W, s.parts_used), pages = (W + kPageSize - 1) / kPageSize;
+    EXPECT_EQ(T % kPageSize, 0);
+    EXPECT_EQ(T / kPageSize, (pages + s.parts - 1) / s.parts);
+    EXPECT_LE(s.parts_used, s.parts);
+    for (int p = 0; p + 1 < s.parts_used; ++p) EXPECT_EQ(part_tokens[p], T) << "part " << p;
+    EXPECT_GE(part_tokens.back(), 1);
+    EXPECT_LE(part_tokens.back(), T);
   }
   for (int p = 0; p < s.parts_used; ++p) {  // first_b: the entry of the part's first split
     int first = B;
@@ -129,24 +134,29 @@ void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens)
   }
 }
 
-TEST(MlaSchedule, FillsAll132SmsAtTargetShapes) {
-  struct Shape { int B, s_q, H, S, m_blocks; };
-  for (const Shape& sh : {Shape{1, 1, 64, 8192, 1}, Shape{1, 2, 64, 8192, 2}, Shape{1, 4, 64, 8192, 4},
-                          Shape{128, 1, 16, 8192, 1}, Shape{128, 1, 128, 8192, 2},
-                          Shape{128, 2, 128, 8192, 4}}) {
+// The target shapes: 128 to 132 of 132 SMs busy (whole pages a part leave at most a part an
+// m-block idle there), and no CTA with more tiles than the longest part of 132 token-exact ones.
+TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
+  struct Shape { int B, s_q, H, S, m_blocks, busy; };
+  for (const Shape& sh : {Shape{1, 1, 64, 8192, 1, 128}, Shape{1, 2, 64, 8192, 2, 128}, Shape{1, 4, 64, 8192, 4, 128},
+                          Shape{128, 1, 16, 8192, 1, 132}, Shape{128, 1, 128, 8192, 2, 132},
+                          Shape{128, 2, 128, 8192, 4, 132}}) {
     const std::vector<int> seqlens(sh.B, sh.S);
     const Schedule s = MakeSchedule(sh.B, sh.s_q, sh.H, seqlens, 132);
     SCOPED_TRACE("B" + std::to_string(sh.B) + " s_q" + std::to_string(sh.s_q) + " H" + std::to_string(sh.H));
     EXPECT_EQ(s.m_blocks, sh.m_blocks);
-    EXPECT_EQ(s.busy_ctas(), 132);
+    EXPECT_EQ(s.busy_ctas(), sh.busy);
+    const int64_t W = s.cum[sh.B], exact = (W + s.parts - 1) / s.parts;  // the longest token-exact part
+    EXPECT_LE((PartTokens(W, s.parts_used) + kBlockN - 1) / kBlockN, (exact + kBlockN - 1) / kBlockN);
     CheckScheduleInvariants(s, seqlens);
   }
-  // B1 H64 S8192: 132 splits of 62 or 63 tokens (FlashMLA: 64 splits of 128).
+  // B1 H64 S8192: 128 splits of one page each (FlashMLA: 64 splits of 128 tokens).
   const Schedule s = MakeSchedule(1, 1, 64, {8192}, 132);
-  ASSERT_EQ(s.splits.size(), 132u);
-  for (const Split& sp : s.splits) EXPECT_TRUE(sp.end - sp.begin == 62 || sp.end - sp.begin == 63);
-  // B128 H16: 2 or 3 splits per entry, every entry split.
+  ASSERT_EQ(s.splits.size(), 128u);
+  for (const Split& sp : s.splits) EXPECT_TRUE(sp.begin % kPageSize == 0 && sp.end - sp.begin == kPageSize);
+  // B128 H16: parts of 125 pages, 2 or 3 splits per entry, every entry split.
   const Schedule t = MakeSchedule(128, 1, 16, std::vector<int>(128, 8192), 132);
+  EXPECT_EQ(PartTokens(t.cum[128], t.parts_used), 125 * kPageSize);
   for (int n : t.nsplits) EXPECT_TRUE(n == 2 || n == 3) << n;
 }
 
@@ -174,20 +184,22 @@ TEST(MlaSchedule, RandomMixedLengthsInvariants) {
     EXPECT_LE(s.busy_ctas(), sms);
     int64_t W = 0;
     for (int S : seqlens) W += S;
-    if (W >= int64_t(kMinSplitTokens) * s.parts) {
-      EXPECT_EQ(s.parts_used, s.parts);
+    if (W > 0) {  // as many parts of T tokens as W needs, none empty
+      const int64_t T = PartTokens(W, s.parts_used);
+      EXPECT_EQ(s.parts_used, (W + T - 1) / T);
     }
   }
 }
 
 // The schedule's splits, run through the CPU model, reproduce the direct reference (a small shape
-// where W / 32 limits P', and one with the full 132 parts).
+// where the pages set P' (13 pages, a part each), and one where P does (158 pages: 79 parts of two)).
 TEST(MlaSchedule, ScheduledSplitsMatchDirect) {
-  for (int S : {700, 5000}) {
+  for (int S : {700, 10000}) {
     Case c;
     c.B = 3, c.s_q = 2, c.H = 2, c.seqlens = {S, 0, 95}, c.q_sd = 0.1;
     auto in = MakeRandom(c, 1234 + S);
     const Schedule s = MakeSchedule(c.B, c.s_q, c.H, c.seqlens, 132);
+    EXPECT_EQ(s.parts_used, S == 700 ? 13 : 79);
     const Result a = Attention(in.paged), b = SplitAttention(in.paged, s);
     EXPECT_LT(MaxRelErr(a.o, b.o), 1e-12);
     EXPECT_LT(MaxRelErr(a.lse, b.lse), 1e-12);
