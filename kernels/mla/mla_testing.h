@@ -50,9 +50,9 @@ inline Owned MakeRandom(const Case& c, uint64_t seed) {
     for (int t = 0; t < c.seqlens[b]; ++t)
       for (int d = 0; d < kDimQK; ++d)
         o.kv_contig[(size_t(b) * o.S_max + t) * kDimQK + d] = RoundBf16(c.kv_sd * nd(rng));
-  o.max_pages = (o.S_max + kPageSize - 1) / kPageSize;
+  o.max_pages = int(PagesOf(o.S_max));
   int used = 0;
-  for (int S : c.seqlens) used += (S + kPageSize - 1) / kPageSize;
+  for (int S : c.seqlens) used += int(PagesOf(S));
   o.num_pages = used + c.extra_pages;
   std::vector<int32_t> perm(o.num_pages);
   std::iota(perm.begin(), perm.end(), 0);

@@ -20,7 +20,7 @@ std::string Validate(const Problem& p) {
       if (S > p.kv.capacity) return "seqlens[" + std::to_string(b) + "] exceeds the cache capacity";
       continue;
     }
-    const int pages = (S + kPageSize - 1) / kPageSize;
+    const int pages = int(PagesOf(S));
     if (pages > p.kv.max_pages) return "seqlens[" + std::to_string(b) + "] exceeds max_pages * 64";
     for (int j = 0; j < pages; ++j) {
       const int32_t pg = p.kv.block_table[b * p.kv.bt_stride + j];

@@ -70,6 +70,9 @@ MLA_HD int VisibleKeys(int S_b, int s_q, int i, bool causal) {
   return n < 0 ? 0 : (n > S_b ? S_b : n);
 }
 
+// Pages (of kPageSize tokens) that hold `tokens` tokens.
+MLA_HD int64_t PagesOf(int64_t tokens) { return (tokens + kPageSize - 1) / kPageSize; }
+
 MLA_HD int MBlocks(int s_q, int H) { return (s_q * H + kBlockM - 1) / kBlockM; }
 
 // P: parts per m-block for the shape (the grid's y).
@@ -80,15 +83,14 @@ MLA_HD int PartsForShape(int s_q, int H, int num_sms) {
 
 // P': the parts that get work, for W > 0 total tokens.
 MLA_HD int EffectiveParts(int64_t W, int P) {
-  const int64_t pages = (W + kPageSize - 1) / kPageSize, per_part = (pages + P - 1) / P;
+  const int64_t pages = PagesOf(W), per_part = (pages + P - 1) / P;
   return int((pages + per_part - 1) / per_part);
 }
 
 // T, the tokens of every part but the last: 64 ceil(U / P') (= 64 ceil(U / P), since P' is
 // EffectiveParts).
 MLA_HD int64_t PartTokens(int64_t W, int Pe) {
-  const int64_t pages = (W + kPageSize - 1) / kPageSize;
-  return (pages + Pe - 1) / Pe * kPageSize;
+  return (PagesOf(W) + Pe - 1) / Pe * kPageSize;
 }
 
 // First token (on the concatenated line) of part p; PartStart(P') = W.

@@ -118,7 +118,7 @@ void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens)
     ASSERT_EQ(count[b], s.nsplits[b]);
   }
   if (!part_tokens.empty()) {
-    const int64_t W = s.cum[B], T = PartTokens(W, s.parts_used), pages = (W + kPageSize - 1) / kPageSize;
+    const int64_t W = s.cum[B], T = PartTokens(W, s.parts_used), pages = PagesOf(W);
     EXPECT_EQ(T % kPageSize, 0);
     EXPECT_EQ(T / kPageSize, (pages + s.parts - 1) / s.parts);
     EXPECT_LE(s.parts_used, s.parts);
