@@ -45,11 +45,16 @@ struct RowSplits {
 __device__ __forceinline__ RowSplits RowSplitsOf(const Params& p, int64_t row) {
   RowSplits r{int(row / p.M), int(row % p.M), 0, p.ml, p.opart};
   const int64_t W = p.cum[p.B], c0 = p.cum[r.b], c1 = p.cum[r.b + 1];
-  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
-  // One part (prefill): no 64-bit divisions for the rows decode wrote, all but the empty entries'.
-  r.n = c1 <= c0 ? 0 : Pe == 1 ? 1 : SplitsOf(c0, c1, W, Pe);
+  const PartCut cut = CutParts(W, p.parts);
+  // One part (prefill): no more 64-bit divisions for the rows decode wrote, all but the empty entries'.
+  if (c1 <= c0 || cut.parts == 1) {
+    r.n = c1 <= c0 ? 0 : 1;
+    return r;
+  }
+  const int p0 = PartOf(c0, cut);
+  r.n = PartOf(c1 - 1, cut) - p0 + 1;
   if (r.n > 1) {
-    const int64_t at = int64_t(SlotOf(r.b, PartOf(c0, W, Pe))) * p.M + r.R;
+    const int64_t at = int64_t(SlotOf(r.b, p0)) * p.M + r.R;
     r.ml = p.ml + at * 2, r.opart = p.opart + at * kDimV;
   }
   return r;

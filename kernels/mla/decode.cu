@@ -235,9 +235,8 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   if (p.B == 1) {  // no scan: one load (prefill: 8192 CTAs each paid ~5k cycles for the scans)
     const int64_t W = p.seqlens[0];
     if (write_cum && threadIdx.x == 0) p.cum[0] = 0, p.cum[1] = W;
-    const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
     __syncthreads();  // as the scans' barriers: publishes the tile barriers' initialisation
-    return {W, 0, part < Pe && PartStart(part, W, Pe) < W ? 0 : 1};
+    return {W, 0, part < CutParts(W, p.parts).parts ? 0 : 1};
   }
   __shared__ int64_t scratch[kThreads / 32];
   __shared__ int64_t found_c0;
@@ -256,8 +255,7 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   }
   if (write_cum && threadIdx.x == 0) p.cum[0] = 0;
   // Pass 2: the entry whose token range holds the part's start.
-  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
-  const int64_t start = part < Pe ? PartStart(part, W, Pe) : W;
+  const int64_t start = PartStart(part, CutParts(W, p.parts));
   int64_t carry = 0;
   for (int base = 0; base < p.B && (write_cum || carry <= start); base += kThreads) {
     const int b = base + int(threadIdx.x);
@@ -735,14 +733,14 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0);
   Mark(p, prof, kScan);
   const int64_t W = first.W;
-  const int Pe = W > 0 ? EffectiveParts(W, p.parts) : 1;
-  if (W == 0 || part >= Pe) {
+  const PartCut cut = CutParts(W, p.parts);
+  if (part >= cut.parts) {
     CpAsyncCommit();
     CpAsyncWaitAll();  // no copy into shared memory outlives the CTA
     ReportProfile(p, prof);
     return;
   }
-  const int64_t start = PartStart(part, W, Pe), end = PartStart(part + 1, W, Pe);
+  const int64_t start = PartStart(part, cut), end = PartStart(part + 1, cut);
 
   const int rows_valid = min(kBlockM, p.M - R0);
   const bool active = 16 * g < rows_valid;  // the warp's rows hold real queries
@@ -756,7 +754,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     if (c1 == c0) continue;
     const int S_b = int(c1 - c0);
     const int t0 = int(max(start, c0) - c0), t1 = int(min(end, c1) - c0);
-    const int nsplit = SplitsOf(c0, c1, W, Pe);
+    const int nsplit = SplitsOf(c0, c1, cut);
     // The rows' key limits; the CTA's last useful key (the last row sees the most: s ascends in R).
     int lim[2];
     for (int j = 0; j < 2; ++j) {

@@ -81,30 +81,32 @@ MLA_HD int PartsForShape(int s_q, int H, int num_sms) {
   return p < 1 ? 1 : p;
 }
 
-// P': the parts that get work, for W > 0 total tokens.
-MLA_HD int EffectiveParts(int64_t W, int P) {
-  const int64_t pages = PagesOf(W), per_part = (pages + P - 1) / P;
-  return int((pages + per_part - 1) / per_part);
+// The cut of the W-token line into parts, computed once where W is known (each decode CTA, each
+// combine thread, the CPU model) and passed to the functions below, so that none re-derives T with
+// a 64-bit division of its own: T = 64 ceil(U / P) tokens a part of U = ceil(W / 64) pages, and
+// `parts` = P' = ceil(U / ceil(U / P)) <= P of them get work (W = 0: none).
+struct PartCut {
+  int64_t W, T;
+  int parts;
+};
+MLA_HD PartCut CutParts(int64_t W, int P) {
+  if (W <= 0) return {0, kPageSize, 0};
+  const int64_t pages = PagesOf(W), pages_a_part = (pages + P - 1) / P;
+  return {W, pages_a_part * kPageSize, int((pages + pages_a_part - 1) / pages_a_part)};
 }
 
-// T, the tokens of every part but the last: 64 ceil(U / P') (= 64 ceil(U / P), since P' is
-// EffectiveParts).
-MLA_HD int64_t PartTokens(int64_t W, int Pe) {
-  return (PagesOf(W) + Pe - 1) / Pe * kPageSize;
-}
-
-// First token (on the concatenated line) of part p; PartStart(P') = W.
-MLA_HD int64_t PartStart(int p, int64_t W, int Pe) {
-  const int64_t x = int64_t(p) * PartTokens(W, Pe);
-  return x < W ? x : W;
+// First token (on the concatenated line) of part p; PartStart(parts) = W.
+MLA_HD int64_t PartStart(int p, const PartCut& cut) {
+  const int64_t x = int64_t(p) * cut.T;
+  return x < cut.W ? x : cut.W;
 }
 
 // The part that owns token x (0 <= x < W).
-MLA_HD int PartOf(int64_t x, int64_t W, int Pe) { return int(x / PartTokens(W, Pe)); }
+MLA_HD int PartOf(int64_t x, const PartCut& cut) { return int(x / cut.T); }
 
 // Splits of the entry whose tokens are [c0, c1) on the line.
-MLA_HD int SplitsOf(int64_t c0, int64_t c1, int64_t W, int Pe) {
-  return c1 <= c0 ? 0 : PartOf(c1 - 1, W, Pe) - PartOf(c0, W, Pe) + 1;
+MLA_HD int SplitsOf(int64_t c0, int64_t c1, const PartCut& cut) {
+  return c1 <= c0 ? 0 : PartOf(c1 - 1, cut) - PartOf(c0, cut) + 1;
 }
 
 // Workspace slot of split (b, p), and the slots to allocate (0 when no entry can be split).

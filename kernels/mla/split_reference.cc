@@ -21,14 +21,15 @@ Schedule MakeSchedule(int B, int s_q, int H, const std::vector<int>& seqlens, in
   s.cum.assign(B + 1, 0);
   for (int b = 0; b < B; ++b) s.cum[b + 1] = s.cum[b] + seqlens[b];
   const int64_t W = s.cum[B];
-  s.parts_used = W > 0 ? EffectiveParts(W, s.parts) : 0;
+  const PartCut cut = CutParts(W, s.parts);
+  s.parts_used = cut.parts;
   s.slots = NumSlots(B, s.parts);
   s.nsplits.assign(B, 0);
   s.first_b.assign(s.parts, B);
   for (int b = 0; b < B; ++b)
-    if (W > 0) s.nsplits[b] = SplitsOf(s.cum[b], s.cum[b + 1], W, s.parts_used);
+    s.nsplits[b] = SplitsOf(s.cum[b], s.cum[b + 1], cut);
   for (int p = 0; p < s.parts_used; ++p) {
-    const int64_t lo = PartStart(p, W, s.parts_used), hi = PartStart(p + 1, W, s.parts_used);
+    const int64_t lo = PartStart(p, cut), hi = PartStart(p + 1, cut);
     for (int b = 0; b < B; ++b) {
       const int64_t c0 = s.cum[b], c1 = s.cum[b + 1];
       if (c1 <= lo || c0 >= hi || c0 == c1) continue;

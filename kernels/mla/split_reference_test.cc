@@ -94,7 +94,7 @@ TEST(MlaSplit, PartialIsRunningMaxSumUnnormalisedOutput) {
 }
 
 // Every token of every entry in exactly one split, in order; no split empty; slots unique and
-// inside the workspace; every part but the last of T = PartTokens tokens (whole pages), the last
+// inside the workspace; every part but the last of T = CutParts(W, P).T tokens (whole pages), the last
 // of 1 to T, no part more than ceil(pages / P) pages; nsplits consistent.
 void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens) {
   const int B = int(seqlens.size());
@@ -118,7 +118,7 @@ void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens)
     ASSERT_EQ(count[b], s.nsplits[b]);
   }
   if (!part_tokens.empty()) {
-    const int64_t W = s.cum[B], T = PartTokens(W, s.parts_used), pages = PagesOf(W);
+    const int64_t W = s.cum[B], T = CutParts(W, s.parts).T, pages = PagesOf(W);
     EXPECT_EQ(T % kPageSize, 0);
     EXPECT_EQ(T / kPageSize, (pages + s.parts - 1) / s.parts);
     EXPECT_LE(s.parts_used, s.parts);
@@ -147,7 +147,7 @@ TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
     EXPECT_EQ(s.m_blocks, sh.m_blocks);
     EXPECT_EQ(s.busy_ctas(), sh.busy);
     const int64_t W = s.cum[sh.B], exact = (W + s.parts - 1) / s.parts;  // the longest token-exact part
-    EXPECT_LE((PartTokens(W, s.parts_used) + kBlockN - 1) / kBlockN, (exact + kBlockN - 1) / kBlockN);
+    EXPECT_LE((CutParts(W, s.parts).T + kBlockN - 1) / kBlockN, (exact + kBlockN - 1) / kBlockN);
     CheckScheduleInvariants(s, seqlens);
   }
   // B1 H64 S8192: 128 splits of one page each (FlashMLA: 64 splits of 128 tokens).
@@ -156,7 +156,7 @@ TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
   for (const Split& sp : s.splits) EXPECT_TRUE(sp.begin % kPageSize == 0 && sp.end - sp.begin == kPageSize);
   // B128 H16: parts of 125 pages, 2 or 3 splits per entry, every entry split.
   const Schedule t = MakeSchedule(128, 1, 16, std::vector<int>(128, 8192), 132);
-  EXPECT_EQ(PartTokens(t.cum[128], t.parts_used), 125 * kPageSize);
+  EXPECT_EQ(CutParts(t.cum[128], t.parts).T, 125 * kPageSize);
   for (int n : t.nsplits) EXPECT_TRUE(n == 2 || n == 3) << n;
 }
 
@@ -170,6 +170,10 @@ TEST(MlaSchedule, PrefillAndSinglePartHaveNoPartials) {
   EXPECT_EQ(o.slots, 0);
   EXPECT_EQ(o.nsplits, (std::vector<int>{1, 0, 1}));
   CheckScheduleInvariants(o, {5000, 0, 17});
+  const Schedule none = MakeSchedule(2, 1, 64, {0, 0}, 132);  // no keys at all: no part gets work
+  EXPECT_EQ(none.parts_used, 0);
+  EXPECT_EQ(none.nsplits, (std::vector<int>{0, 0}));
+  EXPECT_TRUE(none.splits.empty());
 }
 
 TEST(MlaSchedule, RandomMixedLengthsInvariants) {
@@ -185,7 +189,7 @@ TEST(MlaSchedule, RandomMixedLengthsInvariants) {
     int64_t W = 0;
     for (int S : seqlens) W += S;
     if (W > 0) {  // as many parts of T tokens as W needs, none empty
-      const int64_t T = PartTokens(W, s.parts_used);
+      const int64_t T = CutParts(W, s.parts).T;
       EXPECT_EQ(s.parts_used, (W + T - 1) / T);
     }
   }
