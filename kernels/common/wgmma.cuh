@@ -106,6 +106,14 @@ __device__ __forceinline__ void Wgmma64x256MnB(float (&d)[32][4], uint64_t a, ui
                : "l"(a), "l"(b), "r"(accumulate));
 }
 
+// D[64 x 128] (+)= A[64 x 16] B[16 x 128]: A K-major, B MN-major (B's rows are its 16 K rows).
+__device__ __forceinline__ void Wgmma64x128MnB(float (&d)[16][4], uint64_t a, uint64_t b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " LONGHAUL_WGMMA_R64 ", %64, %65, p, 1, 1, 0, 1;\n}\n"
+               : LONGHAUL_WGMMA_D16(d)
+               : "l"(a), "l"(b), "r"(accumulate));
+}
+
 // D[64 x 256] (+)= A[64 x 16] B[16 x 256]: A from registers (a[] as mma.sync's m16n8k16 A fragment
 // of the warp's 16 rows), B MN-major. The registers of a are read while the MMA runs: keep them
 // until its wait (FenceOperands).

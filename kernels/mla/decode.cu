@@ -1,7 +1,7 @@
 // mla/decode.cu: stage 1 of the MLA forward: the split-KV attention kernel (absorbed MLA = MQA over
 // a 576-wide latent row per token, V = its first 512 columns).
 //
-// Grid (m_blocks, P) per schedule.h: CTA (mb, part) runs query rows R in [64 mb, 64 mb + 64) of
+// Grid (m_blocks, P, halves) per schedule.h: CTA (mb, part) runs query rows R in [64 mb, 64 mb + 64) of
 // every entry b whose tokens meet the part's range, over the split's keys [t0, t1) of b. An entry
 // with one split gets its bf16 o and LSE here; otherwise the split's partial (m, l and O / l in fp16)
 // goes to workspace slot b + part for combine.cu. Inputs bf16, accumulation fp32.
@@ -31,6 +31,8 @@
 //     Where the parts are long (serving batches, prefill) G = 4 runs the seesaw schedule instead
 //     (RunSeesaw below): each warpgroup computes S and P of every other tile, so one's softmax
 //     overlaps the other's products (B128 H128 s_q1 541 -> 502 us, prefill 8.66 -> 7.89 ms).
+//     Where a part would hold one tile (B1 s_q1), two CTAs share a part of two tiles, each PV over
+//     half of V's columns (kHalves, schedule.h's HalvesFor): B1 s_q1 23.4-23.6 -> 22.0 us.
 //
 // Math per row and tile (the CPU model is split_reference.h; x in base 2: x_t = scale log2(e) q.K_t):
 //   x_t = -inf outside [t0, the row's limit = min(t1, VisibleKeys)); M = max_t x_t
@@ -390,7 +392,6 @@ __device__ __forceinline__ void ScaleMask(float (&s)[N][4], int u, int t0, const
 // the reports come with something the probe lacks (wgmma's reads, the tensor copies, the proxy
 // fences); unexplained (kernels/mla/RESULTS.md). memcheck and synccheck are clean, gpu_check passes.
 enum : int { kBarA = 1, kBarB = 2, kBarWg = 3, kBarQ = 5, kBarM = 6 };
-constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
 template <int kId, int kThreadCount>
 __device__ __forceinline__ void NamedArrive() {
   asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "n"(kThreadCount) : "memory");
@@ -686,13 +687,19 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
 // 64-row layout left 6 of 8 warps idle and put the other two on one scheduler.
 // kSeesaw (four row groups, the cache's TMA maps valid): every segment runs the seesaw schedule,
 // and the other paths are compiled out (with them in the same kernel the registers spilled).
-template <int kRowGroups, bool kSeesaw>
+// kHalves (2: four row groups, not the seesaw; schedule.h's HalvesFor says where): the CTA computes
+// PV and writes only V columns [256 z, 256 z + 256) of its rows, z = blockIdx.z, beside the CTA
+// that has the other half; both compute the same S, P, m and l (the one with z = 0 writes m and l,
+// or the LSE, and the combine's cum), so the combine sees whole partials as without halves.
+template <int kRowGroups, bool kSeesaw, int kHalves = 1>
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constant__ Params p) {
   constexpr int kRows = 16 * kRowGroups;
   constexpr int kSplit = 8 / kRowGroups;     // warps sharing a row group
   constexpr int kTokTiles = 8 / kSplit;      // n8 tiles of tokens a warp computes in QK^T (64 / kSplit tokens)
-  constexpr int kOutTiles = 64 / kSplit;     // n8 tiles of V columns a warp accumulates (512 / kSplit)
+  constexpr int kOutTiles = 64 / kSplit / kHalves;  // n8 tiles of V columns a warp accumulates
+  constexpr int kCols = kDimV / kHalves;     // the CTA's V columns
   static_assert(kRowGroups == 1 || kRowGroups == 2 || kRowGroups == 4, "1, 2 or 4 row groups");
+  static_assert(kHalves == 1 || (kHalves == 2 && kRowGroups == 4 && !kSeesaw), "halves: the plain wgmma path");
   static_assert(kSplit * kRows * 4 <= 2 * kBlockM * 4, "sMax / sSum hold kSplit x kRows floats");
   using L = Layout<kRowGroups>;
   constexpr int kStages = L::kStages;
@@ -725,12 +732,12 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   const int g = warp % kRowGroups, c = warp / kRowGroups;
   // m-blocks last to first: with causal s_q > 1 the last rows see the most keys, so the longest CTAs
   // start first and the grid's tail is short ones (prefill: 1 to 128 tiles a CTA).
-  const int mb = gridDim.x - 1 - blockIdx.x, part = blockIdx.y;
+  const int mb = gridDim.x - 1 - blockIdx.x, part = blockIdx.y, half = kHalves > 1 ? blockIdx.z : 0;
 
   // With one entry, every part starts in entry 0: its Q rows load while the CTA reads the seqlens.
   const int R0 = mb * kBlockM;
   if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
-  const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0);
+  const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0 && half == 0);
   Mark(p, prof, kScan);
   const int64_t W = first.W;
   const PartCut cut = CutParts(W, p.parts);
@@ -1013,17 +1020,23 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         if constexpr (kWgmma) {
           // 4 k-steps of m64n256k16, V (the tile's rows, 256 columns from block 4 c) MN-major: the
           // warpgroup's own tokens with P from registers, then (sP complete) the peer's from sP.
-          auto v_desc = [&](int kk) { return Sw128Desc(sK + 4 * c * kBlockBytes + kk * 16 * 128, kBlockBytes, 1024); };
+          constexpr int kWgBlocks = kCols / 128;  // 64-column blocks of V a warpgroup accumulates
+          const uint32_t v_cols = sK + (2 * kWgBlocks * half + kWgBlocks * c) * kBlockBytes;
+          auto v_desc = [&](int kk) { return Sw128Desc(v_cols + kk * 16 * 128, kBlockBytes, 1024); };
           WgmmaFence();
 #pragma unroll
-          for (int i = 0; i < 2; ++i) Wgmma64x256RsMnB(o, pf[i], v_desc(2 * c + i), 1);
+          for (int i = 0; i < 2; ++i) {
+            if constexpr (kHalves == 1) Wgmma64x256RsMnB(o, pf[i], v_desc(2 * c + i), 1);
+            else Wgmma64x128RsMnB(o, pf[i], v_desc(2 * c + i), 1);
+          }
           WgmmaCommit();
           if constexpr (MLA_QK_KSPLIT) __syncthreads();  // sP complete (else: the softmax's vote)
           WgmmaFence();
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             const int kk = 2 * (1 - c) + i;
-            Wgmma64x256MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(kk), 1);
+            if constexpr (kHalves == 1) Wgmma64x256MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(kk), 1);
+            else Wgmma64x128MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(kk), 1);
           }
           WgmmaCommit();
           if (!tma) WgmmaWait<0>(), FenceOperands(pf);  // (TMA: at the next tile's QK^T, or after the loop)
@@ -1072,22 +1085,22 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
 #pragma unroll
         for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackHalf(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
-        if (c == 0 && (lane & 3) == 0)
+        if (c == 0 && half == 0 && (lane & 3) == 0)
           *reinterpret_cast<float2*>(p.ml + (int64_t(SlotOf(b, part)) * p.M + R) * 2) = make_float2(m[k], lt);
       } else {
 #pragma unroll
         for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackBf16(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
-        if (c == 0 && (lane & 3) == 0 && p.lse)
+        if (c == 0 && half == 0 && (lane & 3) == 0 && p.lse)
           p.lse[b * p.lse_st[0] + (R / p.H) * p.lse_st[1] + (R % p.H) * p.lse_st[2]] =
               lt > 0.f ? (m[k] + log2f(lt)) * kLn2 : -INFINITY;
       }
     }
     FenceProxyAsync();  // st.shared -> the bulk copy
     __syncthreads();
-    auto row_dst = [&](int R) -> void* {
-      return nsplit > 1 ? static_cast<void*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV)
-                        : p.o + b * p.o_st[0] + (R / p.H) * p.o_st[1] + (R % p.H) * p.o_st[2];
+    auto row_dst = [&](int R) -> void* {  // the CTA's first column of row R
+      return nsplit > 1 ? static_cast<void*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV + kCols * half)
+                        : p.o + b * p.o_st[0] + (R / p.H) * p.o_st[1] + (R % p.H) * p.o_st[2] + kCols * half;
     };
     if (nsplit > 1 || (reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_st[0] % 8 == 0 && p.o_st[1] % 8 == 0 &&
                        p.o_st[2] % 8 == 0)) {
@@ -1095,13 +1108,13 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
                      "cp.async.bulk.commit_group;\n"
                      "cp.async.bulk.wait_group 0;\n" ::"l"(row_dst(R0 + tid)),
-                     "r"(sKV + tid * kStageRow), "n"(kDimV * 2)
+                     "r"(sKV + tid * kStageRow), "n"(kCols * 2)
                      : "memory");
       }
     } else {
       for (int row = warp; row < rows_valid; row += kThreads / 32) {
         uint32_t* dst = static_cast<uint32_t*>(row_dst(R0 + row));
-        for (int word = lane; word < kDimV / 2; word += 32) {
+        for (int word = lane; word < kCols / 2; word += 32) {
           uint32_t v;
           asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(sKV + row * kStageRow + word * 4));
           dst[word] = v;
@@ -1114,18 +1127,18 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   ReportProfile(p, prof);
 }
 
-template <int kRowGroups, bool kSeesaw = false>
+template <int kRowGroups, bool kSeesaw = false, int kHalves = 1>
 cudaError_t Launch(const Params& p, cudaStream_t stream) {
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
-    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups, kSeesaw>,
+    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups, kSeesaw, kHalves>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              Layout<kRowGroups>::kBytes + 1024);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  DecodeKernel<kRowGroups, kSeesaw><<<dim3(p.m_blocks, p.parts), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
+  DecodeKernel<kRowGroups, kSeesaw, kHalves><<<dim3(p.m_blocks, p.parts, kHalves), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
   return cudaGetLastError();
 }
 }  // namespace
@@ -1135,6 +1148,7 @@ cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
   if (p.M <= 32) return Launch<2>(p, stream);
   // The seesaw where parts are long (serving batches, prefill); with a tile or two a part (B1), the
   // extra tile of its page-aligned start cost more than it gained (24 -> 27.6 us).
+  if (p.halves == 2) return Launch<4, false, 2>(p, stream);
   if (MLA_SEESAW && MLA_KV_TMA && p.kv_tma && p.part_tokens >= kSeesawMinTokens) return Launch<4, true>(p, stream);
   return Launch<4>(p, stream);
 }

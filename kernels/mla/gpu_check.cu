@@ -213,6 +213,9 @@ int main(int argc, char** argv) {
       // decode.cu writes o through shared memory and one bulk copy a row, or 4-byte copies when
       // o's rows are not 16-byte aligned (this case).
       {"B2 H64 S{777,2000} s_q1 single split, o at +4 bytes", 2, 1, 64, {777, 2000}, true, true, 1.0, 1, 2},
+      {"B3 H64 S{5000,20,3} s_q1 o at +4 bytes (split and unsplit entries)", 3, 1, 64, {5000, 20, 3}, true, true, 1.0, 0, 2},
+      // The same in halves (schedule.h's HalvesFor: at most a tile a part), V's columns in two CTAs.
+      {"B3 H64 S{100,20,3} s_q1 o at +4 bytes (halves)", 3, 1, 64, {100, 20, 3}, true, true, 1.0, 0, 2},
       // The seesaw schedule (long parts: few of them) with a half-empty m-block, and with q large
       // enough that the second tile of a pair moves the rows' reference past the first's.
       {"B3 H96 S{3000,1500,4100} s_q1 contiguous num_parts 2 (M 96)", 3, 1, 96, {3000, 1500, 4100}, false, true, 1.0, 2},

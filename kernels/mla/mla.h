@@ -89,8 +89,8 @@ typedef struct mla_fwd_params {
   uint32_t flags;  /* MLA_FLAG_* */
 
   /* Schedule knobs (GPU backend; the CPU backend ignores them). num_sms 0: the device's SM count.
-   * num_parts 0: the schedule's P (schedule.h); > 0 forces P (1 = one split per entry, no combine
-   * of partials). */
+   * num_parts 0: the schedule's P (schedule.h, which may also split V's columns over two CTAs a
+   * part); > 0 forces P, without that split (1 = one split per entry, no combine of partials). */
   int32_t num_sms;
   int32_t num_parts;
 

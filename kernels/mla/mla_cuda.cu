@@ -111,8 +111,11 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
 
   gpu::Params g{};
   g.B = p.B, g.s_q = p.s_q, g.H = p.H, g.M = p.s_q * p.H;
-  g.m_blocks = MBlocks(p.s_q, p.H), g.parts = P;
-  g.part_tokens = int64_t(p.B) * (p.block_table ? int64_t(p.max_pages) * kPageSize : p.S_max) / P;
+  g.m_blocks = MBlocks(p.s_q, p.H);
+  const int64_t capacity = int64_t(p.B) * (p.block_table ? int64_t(p.max_pages) * kPageSize : p.S_max);
+  g.halves = p.num_parts > 0 ? 1 : HalvesFor(g.M, P, capacity);  // a forced P is kept as given
+  g.parts = P / g.halves;
+  g.part_tokens = capacity / g.parts;
   g.q = static_cast<const __nv_bfloat16*>(p.q);
   g.kv = static_cast<const __nv_bfloat16*>(p.kv);
   g.o = static_cast<__nv_bfloat16*>(p.o);

@@ -29,7 +29,8 @@ struct Params {
   CUtensorMap kv_map_lo, kv_map_hi;
   bool kv_tma;               // the three maps are valid
   int B, s_q, H, M;          // M = s_q * H query rows per entry (row R = s * H + h)
-  int m_blocks, parts;       // the decode grid (m_blocks, parts); parts = P of schedule.h
+  int m_blocks, parts;       // the decode grid (m_blocks, parts, halves); parts = P of schedule.h
+  int halves;                // schedule.h's HalvesFor: 2, each part's V columns in two CTAs
   int64_t part_tokens;       // at most this many tokens a part (the cache's capacity over P)
   const __nv_bfloat16* q;    int64_t q_st[3];   // {b, s, h}
   const __nv_bfloat16* kv;   int64_t kv_st[2];  // {b, t} contiguous or {page, t} paged
@@ -65,6 +66,9 @@ void SetProfileBuffer(unsigned long long* buf);
 
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream);
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream);
+
+// decode.cu's seesaw schedule runs where parts are at least this long (Params::part_tokens).
+constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
 
 constexpr float kLn2 = 0.69314718055994530942f;
 

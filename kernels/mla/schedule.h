@@ -20,7 +20,7 @@
 // last 1 to T; no part is empty, and none has more tiles than the fewest the longest part of any
 // cut into P can have. Where the entries' lengths are multiples of 64 every split starts on a page
 // (the TMA path, no masked rows), and P' may leave a few SMs idle: at B=1 H64 S8192 s_q1 P' = 128
-// parts of one page (4 of 132 SMs idle), where token-exact parts (132 of 62-63 tokens, as this rule
+// parts of one page (4 of 132 SMs idle; since then that shape runs in halves, below), where token-exact parts (132 of 62-63 tokens, as this rule
 // was until 2026-12-06) took 23.9-24.1 us against 23.4-23.6 on an H200, and s_q2 and s_q4 gained
 // 0.4 and 1.5 us; on an H100 it was a wash (+0.2, +0.5, -0.25 us; BENCHMARKS.md). FlashMLA's
 // 64-token granularity and fixed overhead give 64 splits, half the machine.
@@ -37,7 +37,8 @@
 // KV tiles and writes m = -inf, l = 0 (or o = 0, LSE = -inf directly): a split range is never
 // empty, but its visible part for some rows may be.
 //
-// Examples (132 SMs): B1 H64 S8192 s_q1: 1 x 132 CTAs, P' = 128 splits of one page. s_q2: M=128,
+// Examples (132 SMs): B1 H64 S8192 s_q1: halves (HalvesFor), P = 66, P' = 64 splits of two pages,
+// each in two CTAs (128 of 132 SMs busy). s_q2: M=128,
 // 2 x 66, P' = 64 of two pages. s_q4: 4 x 33, P' = 32 of four. B128 H16 S8192: 1 x 132, W = 1M
 // tokens, T = 125 pages, each entry 2 splits (a few 3). B128 H128 s_q1: 2 x 66 (T = 249 pages);
 // s_q2: 4 x 33 (T = 497). Prefill s_q = S = 8192, H64: m_blocks = 8192 > 132, so P = 1: one split
@@ -79,6 +80,19 @@ MLA_HD int MBlocks(int s_q, int H) { return (s_q * H + kBlockM - 1) / kBlockM; }
 MLA_HD int PartsForShape(int s_q, int H, int num_sms) {
   const int p = num_sms / MBlocks(s_q, H);
   return p < 1 ? 1 : p;
+}
+
+// Halves: 2 where each part's V columns go to two CTAs (decode.cu's kHalves), else 1. Where the rows
+// take four row groups (M > 32) and the cache's capacity over P leaves at most one tile a part (B1
+// H64 S8192 s_q1: 62 tokens), the schedule's own P (mla_cuda.cu keeps a forced one) becomes P / 2
+// parts of two tiles, each run by two CTAs that compute the same S and P and split PV, the partial
+// and so the combine's reads by V's column halves: the costs a CTA pays whatever its work (Q, the
+// seqlens, the partial's store) are spread over two tiles, and every SM stays busy. On an H200
+// (2026-12-06, BENCHMARKS.md): B1 s_q1 22.0 us against 23.4-23.6 with 128 parts of one page and
+// 22.3-22.5 with 64 parts of two (half the SMs idle). Where parts already hold two tiles or more,
+// halving lost (s_q2: 24.5-24.6 against 24.3-24.4 us; s_q4: 31.6 against 29.9).
+MLA_HD int HalvesFor(int M, int P, int64_t capacity_tokens) {
+  return M > 2 * 16 && P > 1 && capacity_tokens / P <= kBlockN ? 2 : 1;
 }
 
 // The cut of the W-token line into parts, computed once where W is known (each decode CTA, each

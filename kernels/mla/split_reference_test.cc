@@ -134,30 +134,48 @@ void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens)
   }
 }
 
-// The target shapes: 128 to 132 of 132 SMs busy (whole pages a part leave at most a part an
-// m-block idle there), and no CTA with more tiles than the longest part of 132 token-exact ones.
+// The target shapes as the launcher runs them (P halved where HalvesFor says so): 128 to 132 of
+// 132 SMs busy (whole pages a part leave at most a part an m-block idle there), and, without
+// halves, no CTA with more tiles than the longest part of 132 token-exact ones.
 TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
-  struct Shape { int B, s_q, H, S, m_blocks, busy; };
-  for (const Shape& sh : {Shape{1, 1, 64, 8192, 1, 128}, Shape{1, 2, 64, 8192, 2, 128}, Shape{1, 4, 64, 8192, 4, 128},
-                          Shape{128, 1, 16, 8192, 1, 132}, Shape{128, 1, 128, 8192, 2, 132},
-                          Shape{128, 2, 128, 8192, 4, 132}}) {
-    const std::vector<int> seqlens(sh.B, sh.S);
-    const Schedule s = MakeSchedule(sh.B, sh.s_q, sh.H, seqlens, 132);
+  struct Shape { int B, s_q, H, S, m_blocks, halves, busy; };
+  for (const Shape& sh : {Shape{1, 1, 64, 8192, 1, 2, 128}, Shape{1, 2, 64, 8192, 2, 1, 128},
+                          Shape{1, 4, 64, 8192, 4, 1, 128}, Shape{128, 1, 16, 8192, 1, 1, 132},
+                          Shape{128, 1, 128, 8192, 2, 1, 132}, Shape{128, 2, 128, 8192, 4, 1, 132}}) {
     SCOPED_TRACE("B" + std::to_string(sh.B) + " s_q" + std::to_string(sh.s_q) + " H" + std::to_string(sh.H));
+    const int P = PartsForShape(sh.s_q, sh.H, 132);
+    const int halves = HalvesFor(sh.s_q * sh.H, P, int64_t(sh.B) * sh.S);
+    EXPECT_EQ(halves, sh.halves);
+    const std::vector<int> seqlens(sh.B, sh.S);
+    const Schedule s = MakeSchedule(sh.B, sh.s_q, sh.H, seqlens, 132, P / halves);
     EXPECT_EQ(s.m_blocks, sh.m_blocks);
-    EXPECT_EQ(s.busy_ctas(), sh.busy);
-    const int64_t W = s.cum[sh.B], exact = (W + s.parts - 1) / s.parts;  // the longest token-exact part
-    EXPECT_LE((CutParts(W, s.parts).T + kBlockN - 1) / kBlockN, (exact + kBlockN - 1) / kBlockN);
+    EXPECT_EQ(halves * s.busy_ctas(), sh.busy);
+    const int64_t W = s.cum[sh.B], exact = (W + P - 1) / P;  // the longest token-exact part
+    if (halves == 1) {
+      EXPECT_LE((CutParts(W, P).T + kBlockN - 1) / kBlockN, (exact + kBlockN - 1) / kBlockN);
+    }
     CheckScheduleInvariants(s, seqlens);
   }
-  // B1 H64 S8192: 128 splits of one page each (FlashMLA: 64 splits of 128 tokens).
-  const Schedule s = MakeSchedule(1, 1, 64, {8192}, 132);
-  ASSERT_EQ(s.splits.size(), 128u);
-  for (const Split& sp : s.splits) EXPECT_TRUE(sp.begin % kPageSize == 0 && sp.end - sp.begin == kPageSize);
+  // B1 H64 S8192 s_q1: 64 splits of two pages, each in two CTAs (FlashMLA: 64 splits of 128 tokens
+  // in one CTA each, half the machine idle).
+  const Schedule s = MakeSchedule(1, 1, 64, {8192}, 132, PartsForShape(1, 64, 132) / 2);
+  ASSERT_EQ(s.splits.size(), 64u);
+  for (const Split& sp : s.splits) EXPECT_TRUE(sp.begin % kPageSize == 0 && sp.end - sp.begin == 2 * kPageSize);
   // B128 H16: parts of 125 pages, 2 or 3 splits per entry, every entry split.
   const Schedule t = MakeSchedule(128, 1, 16, std::vector<int>(128, 8192), 132);
   EXPECT_EQ(CutParts(t.cum[128], t.parts).T, 125 * kPageSize);
   for (int n : t.nsplits) EXPECT_TRUE(n == 2 || n == 3) << n;
+}
+
+// Halves only with four row groups, more than one part, and at most a tile a part of the cache.
+TEST(MlaSchedule, HalvesOnlyWhereAPartHoldsOneTile) {
+  EXPECT_EQ(HalvesFor(64, 132, 8192), 2);         // B1 H64 S8192 s_q1: 62 tokens a part
+  EXPECT_EQ(HalvesFor(64, 132, 132 * 64), 2);     // exactly a tile a part
+  EXPECT_EQ(HalvesFor(64, 132, 132 * 64 + 132), 1);
+  EXPECT_EQ(HalvesFor(128, 66, 8192), 1);         // s_q2: two pages a part
+  EXPECT_EQ(HalvesFor(32, 132, 100), 1);          // two row groups (mma.sync)
+  EXPECT_EQ(HalvesFor(16, 132, 100), 1);          // one row group
+  EXPECT_EQ(HalvesFor(64, 1, 64), 1);             // a single part
 }
 
 TEST(MlaSchedule, PrefillAndSinglePartHaveNoPartials) {
