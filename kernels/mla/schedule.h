@@ -20,10 +20,12 @@
 // last 1 to T; no part is empty, and none has more tiles than the fewest the longest part of any
 // cut into P can have. Where the entries' lengths are multiples of 64 every split starts on a page
 // (the TMA path, no masked rows), and P' may leave a few SMs idle: at B=1 H64 S8192 s_q1 P' = 128
-// parts of one page (4 of 132 SMs idle; since then that shape runs in halves, below), where token-exact parts (132 of 62-63 tokens, as this rule
+// parts of one page (4 of 132 SMs idle), where token-exact parts (132 of 62-63 tokens, as this rule
 // was until 2026-12-06) took 23.9-24.1 us against 23.4-23.6 on an H200, and s_q2 and s_q4 gained
 // 0.4 and 1.5 us; on an H100 it was a wash (+0.2, +0.5, -0.25 us; BENCHMARKS.md). FlashMLA's
-// 64-token granularity and fixed overhead give 64 splits, half the machine.
+// 64-token granularity and fixed overhead give 64 splits, half the machine. (That shape now runs
+// in halves, HalvesFor below: 64 parts of two pages, each in two CTAs, so the grid is (m_blocks,
+// P / 2, 2) there.)
 //
 // Splits. A part's range crosses entry boundaries: the piece of entry b inside part p is one
 // split, (b, p). Entry b has n_b = PartOf(cum[b+1]-1) - PartOf(cum[b]) + 1 splits (0 if S_b = 0),
