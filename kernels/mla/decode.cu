@@ -200,13 +200,15 @@ __device__ __forceinline__ void ZeroRows(uint32_t kv_s, int r0, int t = threadId
   }
 }
 
-// Where part `part` starts: the total W of the token line, the part's first entry b (the first
-// with cum[b] <= PartStart < cum[b+1], so never an empty one) and c0 = cum[b]; b = B when none.
+// Where part `part` starts: the cut of the token line (its total W, schedule.h's CutParts), the
+// part's first entry b (the first with cum[b] <= PartStart < cum[b+1], so never an empty one) and
+// c0 = cum[b]; b = B when none.
 // Every CTA scans the seqlens itself (block scans over chunks of kThreads entries, twice: the
 // parts' bounds depend on W), which costs O(B) loads from L2 and spares the pipeline a kernel of
 // its own and its launch (~3 us at B1); CTA (0, 0) also writes cum[] for the combine kernel.
 struct PartEntry {
-  int64_t W, c0;
+  PartCut cut;
+  int64_t c0;
   int b;
 };
 
@@ -238,7 +240,8 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
     const int64_t W = p.seqlens[0];
     if (write_cum && threadIdx.x == 0) p.cum[0] = 0, p.cum[1] = W;
     __syncthreads();  // as the scans' barriers: publishes the tile barriers' initialisation
-    return {W, 0, part < CutParts(W, p.parts).parts ? 0 : 1};
+    const PartCut cut = CutParts(W, p.parts);
+    return {cut, 0, part < cut.parts ? 0 : 1};
   }
   __shared__ int64_t scratch[kThreads / 32];
   __shared__ int64_t found_c0;
@@ -257,7 +260,8 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   }
   if (write_cum && threadIdx.x == 0) p.cum[0] = 0;
   // Pass 2: the entry whose token range holds the part's start.
-  const int64_t start = PartStart(part, CutParts(W, p.parts));
+  const PartCut cut = CutParts(W, p.parts);
+  const int64_t start = PartStart(part, cut);
   int64_t carry = 0;
   for (int base = 0; base < p.B && (write_cum || carry <= start); base += kThreads) {
     const int b = base + int(threadIdx.x);
@@ -274,7 +278,7 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
     carry += chunk;
   }
   __syncthreads();
-  return {W, found_c0, found_b};
+  return {cut, found_c0, found_b};
 }
 
 // Diagnostics, compiled in only with -DMLA_PHASE_CLOCKS (build_gpu.sh with NVCC_EXTRA; then bench
@@ -392,6 +396,7 @@ __device__ __forceinline__ void ScaleMask(float (&s)[N][4], int u, int t0, const
 // the reports come with something the probe lacks (wgmma's reads, the tensor copies, the proxy
 // fences); unexplained (kernels/mla/RESULTS.md). memcheck and synccheck are clean, gpu_check passes.
 enum : int { kBarA = 1, kBarB = 2, kBarWg = 3, kBarQ = 5, kBarM = 6 };
+constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
 template <int kId, int kThreadCount>
 __device__ __forceinline__ void NamedArrive() {
   asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "n"(kThreadCount) : "memory");
@@ -739,8 +744,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
   const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0 && half == 0);
   Mark(p, prof, kScan);
-  const int64_t W = first.W;
-  const PartCut cut = CutParts(W, p.parts);
+  const PartCut& cut = first.cut;
   if (part >= cut.parts) {
     CpAsyncCommit();
     CpAsyncWaitAll();  // no copy into shared memory outlives the CTA
@@ -1020,6 +1024,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         if constexpr (kWgmma) {
           // 4 k-steps of m64n256k16, V (the tile's rows, 256 columns from block 4 c) MN-major: the
           // warpgroup's own tokens with P from registers, then (sP complete) the peer's from sP.
+          // Halves: m64n128k16 over 128 columns from block 4 half + 2 c.
           constexpr int kWgBlocks = kCols / 128;  // 64-column blocks of V a warpgroup accumulates
           const uint32_t v_cols = sK + (2 * kWgBlocks * half + kWgBlocks * c) * kBlockBytes;
           auto v_desc = [&](int kk) { return Sw128Desc(v_cols + kk * 16 * 128, kBlockBytes, 1024); };
@@ -1146,9 +1151,9 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
   if (p.M <= 16) return Launch<1>(p, stream);
   if (p.M <= 32) return Launch<2>(p, stream);
+  if (p.halves == 2) return Launch<4, false, 2>(p, stream);  // (schedule.h's HalvesFor)
   // The seesaw where parts are long (serving batches, prefill); with a tile or two a part (B1), the
   // extra tile of its page-aligned start cost more than it gained (24 -> 27.6 us).
-  if (p.halves == 2) return Launch<4, false, 2>(p, stream);
   if (MLA_SEESAW && MLA_KV_TMA && p.kv_tma && p.part_tokens >= kSeesawMinTokens) return Launch<4, true>(p, stream);
   return Launch<4>(p, stream);
 }

@@ -67,9 +67,6 @@ void SetProfileBuffer(unsigned long long* buf);
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream);
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream);
 
-// decode.cu's seesaw schedule runs where parts are at least this long (Params::part_tokens).
-constexpr int64_t kSeesawMinTokens = 8 * kBlockN;
-
 constexpr float kLn2 = 0.69314718055994530942f;
 
 // ---- warp-level primitives --------------------------------------------------------------------
