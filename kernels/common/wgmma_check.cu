@@ -4,6 +4,10 @@
 // O[64 x 256] = P[64 x 64] V[64 x 256 w .. + 255] (P K-major, V = the tile's first 512 columns
 // MN-major). The MN-major descriptor is run with the strides both ways round, so that a wrong reading
 // of the PTX ISA's lbo / sbo shows as one variant failing and the other passing.
+// A second kernel checks the other forms, with the documented strides: warpgroup 0 S = Q K^T over all
+// 64 tokens (Wgmma64x64) and O = P V in four 128-column blocks (Wgmma64x128MnB); warpgroup 1 the
+// same S and O with A from registers (Wgmma64x64Rs; Wgmma64x256RsMnB, then Wgmma64x128RsMnB), the
+// fragments built from global memory in mma.sync's m16n8k16 A layout.
 // Usage: wgmma_check [seed]; exit status 0 when the documented strides pass, 1 otherwise.
 #include <cuda_bf16.h>
 
@@ -21,12 +25,9 @@ using namespace longhaul::kernels;
 
 constexpr int kRows = 64, kCols = 576, kBlock = kRows * 128, kTile = kBlock * kCols / 64;
 
-__global__ void __launch_bounds__(256, 1)
-    Product(const __nv_bfloat16* q, const __nv_bfloat16* kv, const __nv_bfloat16* pr, float* s_out,
-            float* o_out, uint32_t mn_lbo, uint32_t mn_sbo) {
-  extern __shared__ __align__(1024) uint8_t smem[];
-  const uint32_t base = (SmemAddr(smem) + 1023) & ~1023u;
-  const uint32_t sQ = base, sK = base + kTile, sP = base + 2 * kTile;
+// Q and the KV tile [64 x 576] and P [64 x 64] (row-major bf16) into shared memory in the Sw128 layout.
+__device__ void FillTiles(const __nv_bfloat16* q, const __nv_bfloat16* kv, const __nv_bfloat16* pr, uint32_t sQ,
+                          uint32_t sK, uint32_t sP) {
   for (int i = threadIdx.x; i < kRows * kCols / 8; i += blockDim.x) {
     const int row = i / (kCols / 8), chunk = i % (kCols / 8);
     const uint4 qv = reinterpret_cast<const uint4*>(q)[i], kvv = reinterpret_cast<const uint4*>(kv)[i];
@@ -41,6 +42,15 @@ __global__ void __launch_bounds__(256, 1)
   }
   FenceProxyAsync();
   __syncthreads();
+}
+
+__global__ void __launch_bounds__(256, 1)
+    Product(const __nv_bfloat16* q, const __nv_bfloat16* kv, const __nv_bfloat16* pr, float* s_out,
+            float* o_out, uint32_t mn_lbo, uint32_t mn_sbo) {
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const uint32_t base = (SmemAddr(smem) + 1023) & ~1023u;
+  const uint32_t sQ = base, sK = base + kTile, sP = base + 2 * kTile;
+  FillTiles(q, kv, pr, sQ, sK, sP);
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
 
   float s[4][4];
@@ -65,6 +75,81 @@ __global__ void __launch_bounds__(256, 1)
     for (int e = 0; e < 4; ++e) s_out[(r0 + 8 * (e / 2)) * kRows + 32 * wg + 8 * n + 2 * (lane % 4) + e % 2] = s[n][e];
   for (int n = 0; n < 32; ++n)
     for (int e = 0; e < 4; ++e) o_out[(r0 + 8 * (e / 2)) * 512 + 256 * wg + 8 * n + 2 * (lane % 4) + e % 2] = o[n][e];
+}
+
+// Row-major x[rows][ld] (bf16) -> the m16n8k16 A fragment of rows 16 w + [0, 16), columns [k0, k0 + 16).
+__device__ void FragmentA(const __nv_bfloat16* x, int ld, int w, int k0, uint32_t (&a)[4]) {
+  const int lane = threadIdx.x % 32, r = 16 * w + lane / 4, c = k0 + 2 * (lane % 4);
+  auto pair = [&](int row, int col) { return *reinterpret_cast<const uint32_t*>(x + row * ld + col); };
+  a[0] = pair(r, c);
+  a[1] = pair(r + 8, c);
+  a[2] = pair(r, c + 8);
+  a[3] = pair(r + 8, c + 8);
+}
+
+template <int N>
+__device__ void Store(const float (&d)[N][4], float* out, int ld, int col0) {
+  const int lane = threadIdx.x % 32, r0 = 16 * ((threadIdx.x / 32) % 4) + lane / 4;
+  for (int n = 0; n < N; ++n)
+    for (int e = 0; e < 4; ++e) out[(r0 + 8 * (e / 2)) * ld + col0 + 8 * n + 2 * (lane % 4) + e % 2] = d[n][e];
+}
+
+// out: S and O of warpgroup 0 (s0, o0), of warpgroup 1 (s1, o1 from m64n256, o2 from m64n128).
+__global__ void __launch_bounds__(256, 1)
+    Forms(const __nv_bfloat16* q, const __nv_bfloat16* kv, const __nv_bfloat16* pr, float* s0, float* s1,
+          float* o0, float* o1, float* o2) {
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const uint32_t base = (SmemAddr(smem) + 1023) & ~1023u;
+  const uint32_t sQ = base, sK = base + kTile, sP = base + 2 * kTile;
+  FillTiles(q, kv, pr, sQ, sK, sP);
+  const int warp = (threadIdx.x / 32) % 4;
+  auto v_desc = [&](int col_block, int kk) { return Sw128Desc(sK + col_block * kBlock + kk * 16 * 128, kBlock, 1024); };
+  float s[8][4];
+  WgmmaFence();
+  if (threadIdx.x < 128) {
+    for (int ks = 0; ks < kCols / 16; ++ks) {
+      const uint32_t k_off = Sw128KStep(ks, kBlock);
+      Wgmma64x64(s, Sw128Desc(sQ + k_off, 16, 1024), Sw128Desc(sK + k_off, 16, 1024), ks > 0);
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+    Store(s, s0, kRows, 0);
+    for (int cb = 0; cb < 4; ++cb) {
+      float o[16][4];
+      WgmmaFence();
+      for (int kk = 0; kk < kRows / 16; ++kk) Wgmma64x128MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(2 * cb, kk), kk > 0);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      Store(o, o0, 512, 128 * cb);
+    }
+  } else {
+    for (int ks = 0; ks < kCols / 16; ++ks) {
+      uint32_t a[4];
+      FragmentA(q, kCols, warp, 16 * ks, a);
+      Wgmma64x64Rs(s, a, Sw128Desc(sK + Sw128KStep(ks, kBlock), 16, 1024), ks > 0);
+      WgmmaCommit();
+      WgmmaWait<0>();  // a is read while the MMA runs
+    }
+    Store(s, s1, kRows, 0);
+    uint32_t pa[kRows / 16][4];
+    for (int kk = 0; kk < kRows / 16; ++kk) FragmentA(pr, kRows, warp, 16 * kk, pa[kk]);
+    for (int half = 0; half < 2; ++half) {
+      float o[32][4];
+      WgmmaFence();
+      for (int kk = 0; kk < kRows / 16; ++kk) Wgmma64x256RsMnB(o, pa[kk], v_desc(4 * half, kk), kk > 0);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      Store(o, o1, 512, 256 * half);
+    }
+    for (int cb = 0; cb < 4; ++cb) {
+      float o[16][4];
+      WgmmaFence();
+      for (int kk = 0; kk < kRows / 16; ++kk) Wgmma64x128RsMnB(o, pa[kk], v_desc(2 * cb, kk), kk > 0);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      Store(o, o2, 512, 128 * cb);
+    }
+  }
 }
 
 std::vector<__nv_bfloat16> Random(size_t n, std::mt19937& rng) {
@@ -122,5 +207,26 @@ int main(int argc, char** argv) {
                 variants[v][0], variants[v][1], es, eo, ok ? "PASS" : "FAIL");
     if (v == 0) documented_ok = ok;
   }
-  return documented_ok ? 0 : 1;
+  // The other forms, documented strides only.
+  std::vector<float*> outs(5);
+  const size_t sizes[5] = {s_ref.size(), s_ref.size(), o_ref.size(), o_ref.size(), o_ref.size()};
+  for (int i = 0; i < 5; ++i) {
+    CK(cudaMalloc(&outs[i], sizes[i] * 4));
+    CK(cudaMemset(outs[i], 0xff, sizes[i] * 4));
+  }
+  CK(cudaFuncSetAttribute(Forms, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  Forms<<<1, 256, smem>>>(dq, dkv, dp, outs[0], outs[1], outs[2], outs[3], outs[4]);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  const char* names[5] = {"Wgmma64x64 (S)", "Wgmma64x64Rs (S)", "Wgmma64x128MnB (O)", "Wgmma64x256RsMnB (O)",
+                          "Wgmma64x128RsMnB (O)"};
+  bool forms_ok = true;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<float> got(sizes[i]);
+    CK(cudaMemcpy(got.data(), outs[i], got.size() * 4, cudaMemcpyDeviceToHost));
+    const double e = RelErr(got, i < 2 ? s_ref : o_ref);
+    std::printf("%s: max err %.2e: %s\n", names[i], e, e < 1e-4 ? "PASS" : "FAIL");
+    forms_ok = forms_ok && e < 1e-4;
+  }
+  return documented_ok && forms_ok ? 0 : 1;
 }

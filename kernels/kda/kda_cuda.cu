@@ -1,7 +1,8 @@
 // kda/kda_cuda.cu: the C API (kda.h) on the GPU: kda_fwd_workspace_size and kda_fwd. Validates the
 // parameters (kda_api.h's CheckParams plus this backend's limits) and launches, on the caller's
-// stream, the variant that measured fastest for the shape (AutoVariant): fused.cu's one-kernel
-// forward, or its preparation on every SM followed by its scan over chunk images in the workspace.
+// stream, the variant that measured fastest (AutoVariant): fused.cu's preparation on every SM, then
+// its scan over the chunk images in the workspace, with one or two CTAs a head. (FwdVariant also runs
+// the one-kernel forward, for side-by-side timing.)
 //
 // This backend: K = V = 128, chunk_size 0 or 64, bf16 q/k/v, bf16 or fp32 g/beta/o, rows of q, k,
 // v, g and a bf16 o 16-byte aligned (strides multiples of 8 bf16 or 4 fp32 elements), no GVA.

@@ -22,16 +22,13 @@ namespace longhaul::kda {
 // alone with one or two CTAs a head (kPrepScan1 / 2); or as kda_fwd chooses (kAuto).
 enum class Variant { kAuto, kFused1, kFused2, kPrepScan1, kPrepScan2 };
 kda_status FwdVariant(const kda_fwd_params* p, void* stream, Variant variant);
-// kda_fwd's choice for N sequences of H heads on `sms` SMs. Measured on the H200 (BENCHMARKS.md):
-// the fused kernel takes the same time for any CTA count up to one a SM (1.5 ms at T8192, one CTA a
-// head), so where N*H heads leave SMs idle, preparing on every SM (two CTAs an SM) and then scanning
-// wins (2026-12-04 night: H96 1.17 against 1.53 ms; H64, with two CTAs a head in the scan: 0.78
-// against 1.38). Heads that fill one wave keep the fused kernel (B8 H16: 1.52 against 1.56); more
-// than one wave (a varlen batch of 6 x 96 heads: 1.22 against 1.31) goes back to prep + scan.
+// kda_fwd's choice for N sequences of H heads on `sms` SMs, by measurement on the H200 (BENCHMARKS.md):
+// the preparation on every SM (two CTAs an SM), then the scan, with two CTAs a head where the heads
+// fill at most half the SMs (2026-12-04 night: H64 0.78 against the fused kernel's 1.38 ms). The
+// fused kernel was kept where the heads fill one wave (B8 H16) until the preparation's later steps
+// passed it there too (2026-12-06, late: 1.451 against 1.485 ms); it stays a variant for side-by-side timing.
 inline Variant AutoVariant(int N, int H, int sms) {
-  const int64_t heads = int64_t(N) * H;
-  if (2 * heads <= sms) return Variant::kPrepScan2;
-  return heads * 5 > int64_t(sms) * 4 && heads <= sms ? Variant::kFused1 : Variant::kPrepScan1;
+  return 2 * int64_t(N) * H <= sms ? Variant::kPrepScan2 : Variant::kPrepScan1;
 }
 // Diagnostics: the fused kernel adds its per-phase clocks ([0..5], fused.cu) and its chunk count ([6])
 // into buf (device memory, 7 counters) on every launch while buf is set; null turns it off.
