@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
   constexpr double kCeilingTBs = 4.3;
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("bench: %s, %d SMs, L2 %d MB; median of %d, L2 flushed (256 MB write) before each call\n",
-              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, iters);
+  const longhaul::kda::DeviceInfo device = longhaul::kda::CurrentDevice();
+  std::printf("bench: %s, %d SMs, L2 %d MB, DRAM peak %.2f TB/s; median of %d, L2 flushed (256 MB write) before each call\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, device.dram_bytes_per_s / 1e12, iters);
   const std::vector<Shape> shapes = {
       {"B1 T8192 H64", 1, 8192, 64, {}},
       {"B1 T8192 H96", 1, 8192, 96, {}},
@@ -154,7 +155,7 @@ int main(int argc, char** argv) {
     };
     Row r;
     r.name = sh.name;
-    r.chosen = longhaul::kda::AutoVariant(N, sh.H, prop.multiProcessorCount);
+    r.chosen = longhaul::kda::AutoVariant(N, sh.H, device);
     if (json) {  // kda_fwd alone (its pick), for a longhaul search
       const double ms = time_variant(r.chosen);
       if (table.empty())

@@ -1,8 +1,8 @@
 // kda/kda_cuda.cu: the C API (kda.h) on the GPU: kda_fwd_workspace_size and kda_fwd. Validates the
 // parameters (kda_api.h's CheckParams plus this backend's limits) and launches, on the caller's
-// stream, the variant that measured fastest (AutoVariant): fused.cu's preparation on every SM, then
-// its scan over the chunk images in the workspace, with one or two CTAs a head. (FwdVariant also runs
-// the one-kernel forward, for side-by-side timing.)
+// stream, the variant that measured fastest for the shape and the GPU (AutoVariant): fused.cu's
+// one-kernel forward, or its preparation on every SM followed by its scan over chunk images in the
+// workspace.
 //
 // This backend: K = V = 128, chunk_size 0 or 64, bf16 q/k/v, bf16 or fp32 g/beta/o, rows of q, k,
 // v, g and a bf16 o 16-byte aligned (strides multiples of 8 bf16 or 4 fp32 elements), no GVA.
@@ -65,6 +65,17 @@ unsigned long long* g_profile = nullptr;
 }  // namespace
 void SetProfileBuffer(unsigned long long* buf) { g_profile = buf; }
 
+DeviceInfo CurrentDevice() {
+  int dev = 0, sms = 0, clock_khz = 0, bus_bits = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+    sms = 132;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess)
+    clock_khz = bus_bits = 0;  // unknown: counted as slow DRAM
+  return {sms, 2.0 * clock_khz * 1e3 * bus_bits / 8};
+}
+
 kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   if (!pp) return SetError(KDA_ERR_INVALID, "params is NULL");
   const kda_fwd_params& p = *pp;
@@ -106,14 +117,9 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
     ClearError();
     return KDA_OK;
   }
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-                   cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0
-               ? n
-               : 132;
-  }();
-  if (variant == Variant::kAuto) variant = AutoVariant(g.N, g.H, sms);
+  static const DeviceInfo device = CurrentDevice();
+  const int sms = device.sms;
+  if (variant == Variant::kAuto) variant = AutoVariant(g.N, g.H, device);
   if (variant == Variant::kPrepScan1 || variant == Variant::kPrepScan2) {
     g.prep_chunks = ExactChunks(p);
     g.prep_ctas = int(std::min<int64_t>(g.prep_chunks * g.H, int64_t(gpu::kPrepCtasPerSm) * sms));
