@@ -8,7 +8,7 @@
 // 64 tokens (Wgmma64x64) and O = P V in four 128-column blocks (Wgmma64x128MnB); warpgroup 1 the
 // same S and O with A from registers (Wgmma64x64Rs; Wgmma64x256RsMnB, then Wgmma64x128RsMnB), the
 // fragments built from global memory in mma.sync's m16n8k16 A layout.
-// Usage: wgmma_check [seed]; exit status 0 when the documented strides pass, 1 otherwise.
+// Usage: wgmma_check [seed]; exit status 0 when every form passes with the documented strides, 1 otherwise.
 #include <cuda_bf16.h>
 
 #include <cmath>
