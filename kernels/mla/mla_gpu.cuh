@@ -29,9 +29,9 @@ struct Params {
   CUtensorMap kv_map_lo, kv_map_hi;
   bool kv_tma;               // the three maps are valid
   int B, s_q, H, M;          // M = s_q * H query rows per entry (row R = s * H + h)
-  int m_blocks, parts;       // the decode grid (m_blocks, parts, halves); parts = P of schedule.h
+  int m_blocks, parts;       // the decode grid (m_blocks, parts, halves); parts = schedule.h's P / halves
   int halves;                // schedule.h's HalvesFor: 2, each part's V columns in two CTAs
-  int64_t part_tokens;       // at most this many tokens a part (the cache's capacity over P)
+  int64_t part_tokens;       // at most this many tokens a part (the cache's capacity over parts)
   const __nv_bfloat16* q;    int64_t q_st[3];   // {b, s, h}
   const __nv_bfloat16* kv;   int64_t kv_st[2];  // {b, t} contiguous or {page, t} paged
   const int32_t* block_table;                    // paged when not null
