@@ -2,8 +2,9 @@
 // writes shared memory and hands it to warpgroup 1, which reads it and hands the buffer back, four
 // times, in five ways: 0 bar.arrive -> bar.sync (producer / consumer), 1 bar.sync on both sides,
 // 2 __syncthreads, 3 as 1 plus a 128-thread bar.red in warpgroup 1, 4 as 1 plus a 128-thread
-// bar.sync; ways 5 and 6 (Seesaw below) replay decode.cu's seesaw hand-offs. All are correct. On the H200
-// racecheck flagged way 0 (3 hazards, 2026-12-03) and none of the others (ways 5, 6: 2026-12-04).
+// bar.sync; ways 5 and 6 (Seesaw below) replay decode.cu's seesaw hand-offs; ways 7 and 8 (WgmmaReads
+// below) put a wgmma between the writes and the reads. All are correct. On the H200 racecheck flagged
+// way 0 (3 hazards, 2026-12-03) and none of the others (ways 5, 6: 2026-12-04).
 // Usage (on the GPU):
 //   nvcc -O2 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I kernels kernels/common/racecheck_probe.cu -o probe
 //   compute-sanitizer --tool racecheck ./probe [way]
@@ -12,6 +13,7 @@
 
 #include "common/mma.cuh"
 #include "common/tma.cuh"
+#include "common/wgmma.cuh"
 
 template <int kWay>
 __global__ void HandOff(float* out) {
@@ -113,6 +115,59 @@ __global__ void Seesaw(const float* src, float* out) {
   out[threadIdx.x] = acc + sSum[64 * (1 - wg) + r0];
 }
 
+// Ways 7 and 8: shared memory that a wgmma reads (the async proxy), as decode.cu's tiles are read.
+// Way 7, four times: warpgroup 0 writes a 64 x 64 bf16 tile with st.shared, fences it for the async
+// proxy and hands it over (bar.arrive -> bar.sync); warpgroup 1's wgmma reads it as A (B: a tile that
+// a bulk copy brought in, waited for on an mbarrier), waits for the wgmma and hands the tile back.
+// Way 8: after the wgmma of way 7, the same bytes become plain scratch (as the epilogue's row sums
+// reuse a tile's region): every thread writes its word, __syncthreads, reads another thread's word.
+template <bool kScratch>
+__global__ void WgmmaReads(const float* src, float* out) {
+  using namespace longhaul::kernels;
+  __shared__ __align__(1024) uint16_t sA[64 * 64], sB[64 * 64];
+  __shared__ __align__(8) uint64_t bar;
+  const int wg = threadIdx.x >> 7, wt = threadIdx.x & 127;
+  if (threadIdx.x == 0) {
+    BarInit(SmemAddr(&bar), 1);
+    BarInitFence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    BarArriveExpectTx(SmemAddr(&bar), sizeof sB);
+    BulkLoad(SmemAddr(sB), src, sizeof sB, SmemAddr(&bar));
+  }
+  BarWait(SmemAddr(&bar), 0);
+  float d[8][4] = {};
+  for (int k = 0; k < 4; ++k) {
+    if (wg == 0) {
+      if (k > 0) asm volatile("bar.sync 2, 256;" ::: "memory");
+      for (int i = wt; i < 64 * 64; i += 128) sA[i] = uint16_t(0x3c00 + k);
+      FenceProxyAsync();
+      asm volatile("bar.arrive 1, 256;" ::: "memory");
+    } else {
+      asm volatile("bar.sync 1, 256;" ::: "memory");
+      WgmmaFence();
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+        Wgmma64x64(d, Sw128Desc(SmemAddr(sA) + Sw128KStep(s, 8192), 0, 1024),
+                   Sw128Desc(SmemAddr(sB) + Sw128KStep(s, 8192), 0, 1024), 1);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      FenceOperands(d);
+      if (k < 3) asm volatile("bar.arrive 2, 256;" ::: "memory");
+    }
+  }
+  float acc = d[0][0] + d[7][3];
+  if (kScratch) {
+    __syncthreads();
+    float* scratch = reinterpret_cast<float*>(sA);
+    scratch[threadIdx.x] = acc;
+    __syncthreads();
+    acc += scratch[255 - threadIdx.x];
+  }
+  out[threadIdx.x] = acc;
+}
+
 int main(int argc, char** argv) {
   const int way = argc > 1 ? std::atoi(argv[1]) : -1;  // -1: all
   float* d = nullptr;
@@ -127,6 +182,10 @@ int main(int argc, char** argv) {
     return 1;
   if (way < 0 || way == 5) Seesaw<false><<<1, 256>>>(src, d);
   if (way < 0 || way == 6) Seesaw<true><<<1, 256>>>(src, d);
+  float* tile = nullptr;  // way 7 and 8's B tile: 64 x 64 bf16 of zeros
+  if (cudaMalloc(&tile, 8192) != cudaSuccess || cudaMemset(tile, 0, 8192) != cudaSuccess) return 1;
+  if (way < 0 || way == 7) WgmmaReads<false><<<1, 256>>>(tile, d);
+  if (way < 0 || way == 8) WgmmaReads<true><<<1, 256>>>(tile, d);
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("racecheck_probe: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;

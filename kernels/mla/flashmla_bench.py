@@ -9,6 +9,7 @@ bytes; 2 H s_q (576 + 512) S FLOP), and RMS(ours - FlashMLA) / RMS(FlashMLA) of 
 
 Usage (on the H200, repo root):
   FLASHMLA_LIB=.fetched/flashmla/libflashmla_shim.so PYTHONPATH=python python3 kernels/mla/flashmla_bench.py [N]
+BENCH_SHAPES=0145 (as bench.cu's) runs only the shapes of those indices, for example under ncu.
 """
 import ctypes
 import math
@@ -67,7 +68,8 @@ def main():
     print(f"{torch.cuda.get_device_name()}: ours vs FlashMLA (sm90 dense decode), graphed, L2 flushed, median of {N}",
           flush=True)
     rows = []
-    for B, H, S, s_q in SHAPES:
+    picked = os.environ.get("BENCH_SHAPES", "".join(str(i) for i in range(len(SHAPES))))
+    for B, H, S, s_q in (SHAPES[int(c)] for c in picked):
         torch.manual_seed(B * 1000 + H + s_q)
         pages_per = S // PAGE
         q = torch.randn(B, s_q, H, D, device="cuda", dtype=torch.bfloat16)
