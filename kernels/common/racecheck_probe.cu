@@ -119,12 +119,13 @@ __global__ void Seesaw(const float* src, float* out) {
 // Way 7, four times: warpgroup 0 writes a 64 x 64 bf16 tile with st.shared, fences it for the async
 // proxy and hands it over (bar.arrive -> bar.sync); warpgroup 1's wgmma reads it as A (B: a tile that
 // a bulk copy brought in, waited for on an mbarrier), waits for the wgmma and hands the tile back.
-// Way 8: after the wgmma of way 7, the same bytes become plain scratch (as the epilogue's row sums
-// reuse a tile's region): every thread writes its word, __syncthreads, reads another thread's word.
-template <bool kScratch>
+// Way 8: way 7, then decode.cu's epilogue sums (sSum, a region of its own): every thread writes its
+// word, __syncthreads, reads another thread's word.
+template <bool kSums>
 __global__ void WgmmaReads(const float* src, float* out) {
   using namespace longhaul::kernels;
   __shared__ __align__(1024) uint16_t sA[64 * 64], sB[64 * 64];
+  __shared__ float sSum[256];
   __shared__ __align__(8) uint64_t bar;
   const int wg = threadIdx.x >> 7, wt = threadIdx.x & 127;
   if (threadIdx.x == 0) {
@@ -158,12 +159,10 @@ __global__ void WgmmaReads(const float* src, float* out) {
     }
   }
   float acc = d[0][0] + d[7][3];
-  if (kScratch) {
+  if (kSums) {
+    sSum[threadIdx.x] = acc;
     __syncthreads();
-    float* scratch = reinterpret_cast<float*>(sA);
-    scratch[threadIdx.x] = acc;
-    __syncthreads();
-    acc += scratch[255 - threadIdx.x];
+    acc += sSum[255 - threadIdx.x];
   }
   out[threadIdx.x] = acc;
 }
