@@ -69,6 +69,8 @@ def main():
           flush=True)
     rows = []
     picked = os.environ.get("BENCH_SHAPES", "".join(str(i) for i in range(len(SHAPES))))
+    if not picked or not all(c.isdigit() and int(c) < len(SHAPES) for c in picked):
+        sys.exit(f"flashmla_bench: BENCH_SHAPES={picked!r}: expected digits 0-{len(SHAPES) - 1}, one a shape")
     for B, H, S, s_q in (SHAPES[int(c)] for c in picked):
         torch.manual_seed(B * 1000 + H + s_q)
         pages_per = S // PAGE
