@@ -173,6 +173,7 @@ double RelErr(const std::vector<float>& got, const std::vector<double>& want) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  longhaul::kernels::RequireHopper("wgmma_check");
   std::mt19937 rng(argc > 1 ? std::atoi(argv[1]) : 1);
   const auto q = Random(kRows * kCols, rng), kv = Random(kRows * kCols, rng), pr = Random(kRows * kRows, rng);
   auto f = [](__nv_bfloat16 x) { return double(__bfloat162float(x)); };

@@ -50,6 +50,7 @@ struct Row {
 };
 
 int main(int argc, char** argv) {
+  longhaul::kernels::RequireHopper("bench");
   const int iters = argc > 1 ? std::max(20, std::atoi(argv[1])) : 30;
   constexpr int K = 128, V = 128;
   constexpr double kCeilingTBs = 4.3;

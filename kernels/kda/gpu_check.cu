@@ -223,6 +223,7 @@ static bool RunCase(const Case& c, uint64_t seed) {
 }
 
 int main(int argc, char** argv) {
+  longhaul::kernels::RequireHopper("gpu_check");
   const uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10)
                                  : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::printf("gpu_check seed %llu, threshold RMS(out-ref)/RMS(ref) <= 5e-3, K = V = 128\n",

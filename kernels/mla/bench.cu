@@ -41,6 +41,7 @@ struct Shape {
 };
 
 int main(int argc, char** argv) {
+  longhaul::kernels::RequireHopper("mla bench");
   const int iters = argc > 1 ? std::max(10, std::atoi(argv[1])) : 50;
   constexpr double kTBs = 4.3, kTFlops = 790;
   constexpr int kD = 576, kDV = 512, kPage = 64;

@@ -178,6 +178,7 @@ static bool RunCase(const Case& c, uint64_t seed) {
 }
 
 int main(int argc, char** argv) {
+  longhaul::kernels::RequireHopper("mla gpu_check");
   const uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10)
                                  : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::printf("mla gpu_check seed %llu; o: |d| <= 2^-7|ref| + 2^-8 max_row|ref| and rms <= 5e-3; "

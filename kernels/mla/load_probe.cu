@@ -111,6 +111,7 @@ void Run(const char* name, const uint8_t* kv, const int* pages, int num_pages, f
 }  // namespace
 
 int main(int argc, char** argv) {
+  longhaul::kernels::RequireHopper("load_probe");
   const int iters = argc > 1 ? std::max(5, std::atoi(argv[1])) : 20;
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
