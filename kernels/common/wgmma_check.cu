@@ -94,6 +94,20 @@ __device__ void Store(const float (&d)[N][4], float* out, int ld, int col0) {
     for (int e = 0; e < 4; ++e) out[(r0 + 8 * (e / 2)) * ld + col0 + 8 * n + 2 * (lane % 4) + e % 2] = d[n][e];
 }
 
+// O [64 x 512] in blocks of kN columns, each one batch of kRows / 16 MMAs, mma(o, kk, the block's
+// first 64-column block of V), stored into out.
+template <int kN, typename Mma>
+__device__ __forceinline__ void OInBlocks(Mma mma, float* out) {
+  for (int cb = 0; cb < 512 / kN; ++cb) {
+    float o[kN / 8][4];
+    WgmmaFence();
+    for (int kk = 0; kk < kRows / 16; ++kk) mma(o, kk, kN / 64 * cb);
+    WgmmaCommit();
+    WgmmaWait<0>();
+    Store(o, out, 512, kN * cb);
+  }
+}
+
 // out: S and O of warpgroup 0 (s0, o0), of warpgroup 1 (s1, o1 from m64n256, o2 from m64n128).
 __global__ void __launch_bounds__(256, 1)
     Forms(const __nv_bfloat16* q, const __nv_bfloat16* kv, const __nv_bfloat16* pr, float* s0, float* s1,
@@ -114,14 +128,9 @@ __global__ void __launch_bounds__(256, 1)
     WgmmaCommit();
     WgmmaWait<0>();
     Store(s, s0, kRows, 0);
-    for (int cb = 0; cb < 4; ++cb) {
-      float o[16][4];
-      WgmmaFence();
-      for (int kk = 0; kk < kRows / 16; ++kk) Wgmma64x128MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(2 * cb, kk), kk > 0);
-      WgmmaCommit();
-      WgmmaWait<0>();
-      Store(o, o0, 512, 128 * cb);
-    }
+    OInBlocks<128>([&](float(&o)[16][4], int kk, int vb) {
+      Wgmma64x128MnB(o, Sw128Desc(sP + kk * 32, 16, 1024), v_desc(vb, kk), kk > 0);
+    }, o0);
   } else {
     for (int ks = 0; ks < kCols / 16; ++ks) {
       uint32_t a[4];
@@ -133,22 +142,8 @@ __global__ void __launch_bounds__(256, 1)
     Store(s, s1, kRows, 0);
     uint32_t pa[kRows / 16][4];
     for (int kk = 0; kk < kRows / 16; ++kk) FragmentA(pr, kRows, warp, 16 * kk, pa[kk]);
-    for (int half = 0; half < 2; ++half) {
-      float o[32][4];
-      WgmmaFence();
-      for (int kk = 0; kk < kRows / 16; ++kk) Wgmma64x256RsMnB(o, pa[kk], v_desc(4 * half, kk), kk > 0);
-      WgmmaCommit();
-      WgmmaWait<0>();
-      Store(o, o1, 512, 256 * half);
-    }
-    for (int cb = 0; cb < 4; ++cb) {
-      float o[16][4];
-      WgmmaFence();
-      for (int kk = 0; kk < kRows / 16; ++kk) Wgmma64x128RsMnB(o, pa[kk], v_desc(2 * cb, kk), kk > 0);
-      WgmmaCommit();
-      WgmmaWait<0>();
-      Store(o, o2, 512, 128 * cb);
-    }
+    OInBlocks<256>([&](float(&o)[32][4], int kk, int vb) { Wgmma64x256RsMnB(o, pa[kk], v_desc(vb, kk), kk > 0); }, o1);
+    OInBlocks<128>([&](float(&o)[16][4], int kk, int vb) { Wgmma64x128RsMnB(o, pa[kk], v_desc(vb, kk), kk > 0); }, o2);
   }
 }
 
