@@ -19,6 +19,12 @@
 //   H64 (ncu, the kernel alone): a warp per row walking the splits one at a time took ~90 us (fp32
 //   partials), one (m, l) load a loop trip with the loads interleaved with the sums 12.9 us, this
 //   8.8 us.
+//   Where B = 1 and P < 64 (B1 s_q2, s_q4: at most 64 splits a row, rows = s_q H of them), the same
+//   kernel with kWarpAQuarter: a CTA per row, each warp a quarter with all its splits. At s_q4
+//   (H64: 256 rows, P = 33) the CTA per (row, quarter) left warps 2-3 idle (33 splits: one full
+//   batch and one split) and needed 1024 CTAs, two waves at 4 CTAs an SM; a warp a quarter needs
+//   256 CTAs, one wave, with the same chain (32 loads in flight, then the tail). H100, whole
+//   pipeline: s_q4 31.0 -> 29.2-29.4 us; s_q1 (P = 33 in halves, 64 rows) unchanged.
 //
 // Math (split_reference.h's Combine), partials j = the entry's splits in part order, slot b + p,
 // each stored normalised (o_j = O_j / l_j, fp16):
@@ -72,10 +78,12 @@ __device__ __forceinline__ void Accumulate(float4& acc, float w, uint2 raw) {
   acc.x += w * a.x, acc.y += w * a.y, acc.z += w * b.x, acc.w += w * b.y;
 }
 
+template <bool kWarpAQuarter>
 __global__ void __launch_bounds__(kThreads, 1) CombineKernel(const Params p) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t row = blockIdx.x / kQuarters;
-  const int quarter = int(blockIdx.x % kQuarters);
+  static_assert(kWarps == kQuarters, "kWarpAQuarter: a CTA per row, a warp per quarter");
+  const int64_t row = kWarpAQuarter ? blockIdx.x : blockIdx.x / kQuarters;
+  const int quarter = kWarpAQuarter ? warp : int(blockIdx.x % kQuarters);
   const RowSplits rs = RowSplitsOf(p, row);
   const int b = rs.b, R = rs.R, sq = R / p.H, h = R % p.H, n = rs.n;
   if (n == 1) return;
@@ -103,9 +111,10 @@ __global__ void __launch_bounds__(kThreads, 1) CombineKernel(const Params p) {
         w[i] = v.y * exp2f(v.x - M);
         L += w[i];
       }
+      constexpr int kBatchesPerWarp = kWarpAQuarter ? kChunk / 32 : kChunk / 32 / kWarps;
 #pragma unroll
-      for (int t = 0; t < kChunk / 32 / kWarps; ++t) {
-        const int i = t * kWarps + warp, j0 = base + 32 * i;
+      for (int t = 0; t < kBatchesPerWarp; ++t) {
+        const int i = kWarpAQuarter ? t : t * kWarps + warp, j0 = base + 32 * i;
         if (j0 >= n) break;
         float wi = 0.f;  // w[i], without indexing the array by a register
 #pragma unroll
@@ -126,14 +135,16 @@ __global__ void __launch_bounds__(kThreads, 1) CombineKernel(const Params p) {
   }
 #pragma unroll
   for (int o = 16; o; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
-  __shared__ float4 sAcc[kWarps - 1][32];
-  if (warp > 0) sAcc[warp - 1][lane] = acc;
-  __syncthreads();
-  if (warp > 0) return;
+  if constexpr (!kWarpAQuarter) {
+    __shared__ float4 sAcc[kWarps - 1][32];
+    if (warp > 0) sAcc[warp - 1][lane] = acc;
+    __syncthreads();
+    if (warp > 0) return;
 #pragma unroll
-  for (int i = 0; i < kWarps - 1; ++i) {
-    const float4 v = sAcc[i][lane];
-    acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+    for (int i = 0; i < kWarps - 1; ++i) {
+      const float4 v = sAcc[i][lane];
+      acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+    }
   }
   const float inv = L > 0.f ? 1.f / L : 0.f;
   __nv_bfloat16* dst = p.o + b * p.o_st[0] + sq * p.o_st[1] + h * p.o_st[2] + quarter * 128 + lane * 4;
@@ -212,8 +223,10 @@ __global__ void __launch_bounds__(kThreads) CombineRowsKernel(const Params p) {
 
 cudaError_t LaunchCombine(const Params& p, cudaStream_t stream) {
   const int64_t rows = int64_t(p.B) * p.M;
-  if (p.parts >= 32 * p.B)
-    CombineKernel<<<unsigned(rows * kQuarters), kThreads, 0, stream>>>(p);
+  if (p.B == 1 && p.parts < 64 && p.parts >= 32)
+    CombineKernel<true><<<unsigned(rows), kThreads, 0, stream>>>(p);
+  else if (p.parts >= 32 * p.B)
+    CombineKernel<false><<<unsigned(rows * kQuarters), kThreads, 0, stream>>>(p);
   else
     CombineRowsKernel<<<unsigned((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(p);
   return cudaGetLastError();

@@ -221,6 +221,10 @@ int main(int argc, char** argv) {
       // enough that the second tile of a pair moves the rows' reference past the first's.
       {"B3 H96 S{3000,1500,4100} s_q1 contiguous num_parts 2 (M 96)", 3, 1, 96, {3000, 1500, 4100}, false, true, 1.0, 2},
       {"B2 H128 S{5000,2047} s_q1 paged q~4 num_parts 3", 2, 1, 128, {5000, 2047}, true, true, 4.0, 3},
+      // combine.cu's warp a quarter (B = 1, 32 <= P < 64) where P is forced: rows of a part-filled
+      // m-block with fewer splits than P, and an entry with no keys.
+      {"B1 H5 S3000 s_q3 causal paged num_parts 40 (a warp a quarter)", 1, 3, 5, {3000}, true, true, 1.0, 40},
+      {"B1 H16 S{0} s_q2 num_parts 40 (no keys, a warp a quarter)", 1, 2, 16, {0}, true, true, 1.0, 40},
   };
   int fails = 0;
   const size_t only = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : cases.size();
