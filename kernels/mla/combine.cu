@@ -19,8 +19,8 @@
 //   H64 (ncu, the kernel alone): a warp per row walking the splits one at a time took ~90 us (fp32
 //   partials), one (m, l) load a loop trip with the loads interleaved with the sums 12.9 us, this
 //   8.8 us.
-//   Where B = 1 and P < 64 (B1 s_q2, s_q4: at most 64 splits a row, rows = s_q H of them), the same
-//   kernel with kWarpAQuarter: a CTA per row, each warp a quarter with all its splits. At s_q4
+//   Where B = 1 and 32 <= P < 64 (B1 H64 s_q1 in halves and s_q4: P = 33, at most 33 splits a row),
+//   the same kernel with kWarpAQuarter: a CTA per row, each warp a quarter with all its splits. At s_q4
 //   (H64: 256 rows, P = 33) the CTA per (row, quarter) left warps 2-3 idle (33 splits: one full
 //   batch and one split) and needed 1024 CTAs, two waves at 4 CTAs an SM; a warp a quarter needs
 //   256 CTAs, one wave, with the same chain (32 loads in flight, then the tail). H100, whole
