@@ -3,11 +3,16 @@
 // times, in five ways: 0 bar.arrive -> bar.sync (producer / consumer), 1 bar.sync on both sides,
 // 2 __syncthreads, 3 as 1 plus a 128-thread bar.red in warpgroup 1, 4 as 1 plus a 128-thread
 // bar.sync; ways 5 and 6 (Seesaw below) replay decode.cu's seesaw hand-offs; ways 7 and 8 (WgmmaReads
-// below) put a wgmma between the writes and the reads. All are correct. On the H200 racecheck flagged
-// way 0 (3 hazards, 2026-12-03) and none of the others (ways 5, 6: 2026-12-04).
+// below) put a wgmma between the writes and the reads; ways 9 and 10 (TensorReloads below) reload
+// the wgmma's tile by a TMA tensor copy after each hand-back. All are correct. On the H200 racecheck
+// flagged way 0 (3 hazards, 2026-12-03) and none of the others (ways 5, 6: 2026-12-04); on an H100
+// ways 7 and 8 were clean too (2026-12-07). Ways 9 and 10: built, not yet run.
 // Usage (on the GPU):
 //   nvcc -O2 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I kernels kernels/common/racecheck_probe.cu -o probe
 //   compute-sanitizer --tool racecheck ./probe [way]
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -121,6 +126,35 @@ __global__ void Seesaw(const float* src, float* out) {
 // a bulk copy brought in, waited for on an mbarrier), waits for the wgmma and hands the tile back.
 // Way 8: way 7, then decode.cu's epilogue sums (sSum, a region of its own): every thread writes its
 // word, __syncthreads, reads another thread's word.
+// Ways 7-10's mbarrier (one arrival a phase), initialised by thread 0 before any thread uses it.
+__device__ __forceinline__ void InitBarrier(uint64_t& bar) {
+  using namespace longhaul::kernels;
+  if (threadIdx.x == 0) {
+    BarInit(SmemAddr(&bar), 1);
+    BarInitFence();
+  }
+  __syncthreads();
+}
+// Warpgroup 0's side of ways 7-10: writes tile A (64 x 64 bf16) for round k, fences it for the async
+// proxy and hands it over on barrier 1.
+__device__ __forceinline__ void WriteAndHandOver(uint16_t* sA, int wt, int k) {
+  for (int i = wt; i < 64 * 64; i += 128) sA[i] = uint16_t(0x3c00 + k);
+  longhaul::kernels::FenceProxyAsync();
+  asm volatile("bar.arrive 1, 256;" ::: "memory");
+}
+// Warpgroup 1's product d += A B over the 64-wide k of two swizzled tiles, waited for.
+__device__ __forceinline__ void Product(float (&d)[8][4], const uint16_t* sA, const uint16_t* sB) {
+  using namespace longhaul::kernels;
+  WgmmaFence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+    Wgmma64x64(d, Sw128Desc(SmemAddr(sA) + Sw128KStep(s, 8192), 0, 1024),
+               Sw128Desc(SmemAddr(sB) + Sw128KStep(s, 8192), 0, 1024), 1);
+  WgmmaCommit();
+  WgmmaWait<0>();
+  FenceOperands(d);
+}
+
 template <bool kSums>
 __global__ void WgmmaReads(const float* src, float* out) {
   using namespace longhaul::kernels;
@@ -128,11 +162,7 @@ __global__ void WgmmaReads(const float* src, float* out) {
   __shared__ float sSum[256];
   __shared__ __align__(8) uint64_t bar;
   const int wg = threadIdx.x >> 7, wt = threadIdx.x & 127;
-  if (threadIdx.x == 0) {
-    BarInit(SmemAddr(&bar), 1);
-    BarInitFence();
-  }
-  __syncthreads();
+  InitBarrier(bar);
   if (threadIdx.x == 0) {
     BarArriveExpectTx(SmemAddr(&bar), sizeof sB);
     BulkLoad(SmemAddr(sB), src, sizeof sB, SmemAddr(&bar));
@@ -142,19 +172,10 @@ __global__ void WgmmaReads(const float* src, float* out) {
   for (int k = 0; k < 4; ++k) {
     if (wg == 0) {
       if (k > 0) asm volatile("bar.sync 2, 256;" ::: "memory");
-      for (int i = wt; i < 64 * 64; i += 128) sA[i] = uint16_t(0x3c00 + k);
-      FenceProxyAsync();
-      asm volatile("bar.arrive 1, 256;" ::: "memory");
+      WriteAndHandOver(sA, wt, k);
     } else {
       asm volatile("bar.sync 1, 256;" ::: "memory");
-      WgmmaFence();
-#pragma unroll
-      for (int s = 0; s < 4; ++s)
-        Wgmma64x64(d, Sw128Desc(SmemAddr(sA) + Sw128KStep(s, 8192), 0, 1024),
-                   Sw128Desc(SmemAddr(sB) + Sw128KStep(s, 8192), 0, 1024), 1);
-      WgmmaCommit();
-      WgmmaWait<0>();
-      FenceOperands(d);
+      Product(d, sA, sB);
       if (k < 3) asm volatile("bar.arrive 2, 256;" ::: "memory");
     }
   }
@@ -165,6 +186,59 @@ __global__ void WgmmaReads(const float* src, float* out) {
     acc += sSum[255 - threadIdx.x];
   }
   out[threadIdx.x] = acc;
+}
+
+// Ways 9 and 10: the tile a wgmma reads is reloaded by a TMA tensor copy (a 64 x 64 bf16 box,
+// 128-byte swizzle, as decode.cu's KV tiles), four times into one buffer. Warpgroup 0's thread 0
+// issues each copy after warpgroup 1 has handed the buffer back (bar.arrive -> bar.sync, after the
+// wgmma's wait); warpgroup 1 waits for the copy on the mbarrier's parity, and the wgmma reads it with
+// a tile (A) that warpgroup 0 wrote with st.shared and fenced, as in way 7. Way 10 also zeroes rows
+// of the landed tile with st.shared before the wgmma, fenced for the async proxy and joined by a
+// 128-thread barrier (decode.cu's ZeroRows on a tile past the split's end).
+template <bool kZeroRows>
+__global__ void TensorReloads(const __grid_constant__ CUtensorMap map, float* out) {
+  using namespace longhaul::kernels;
+  __shared__ __align__(1024) uint16_t sA[64 * 64], sB[64 * 64];
+  __shared__ __align__(8) uint64_t bar;
+  const int wg = threadIdx.x >> 7, wt = threadIdx.x & 127;
+  InitBarrier(bar);
+  float d[8][4] = {};
+  for (int k = 0; k < 4; ++k) {
+    if (wg == 0) {
+      if (k > 0) asm volatile("bar.sync 2, 256;" ::: "memory");
+      if (wt == 0) {
+        BarArriveExpectTx(SmemAddr(&bar), sizeof sB);
+        TmaLoad4d(SmemAddr(sB), &map, 0, 0, 0, k & 1, SmemAddr(&bar));
+      }
+      WriteAndHandOver(sA, wt, k);
+    } else {
+      asm volatile("bar.sync 1, 256;" ::: "memory");
+      BarWait(SmemAddr(&bar), k & 1);
+      if (kZeroRows) {
+        for (int i = 48 * 64 + wt; i < 64 * 64; i += 128) sB[i] = 0;  // rows 48-63 (their swizzle: same rows)
+        FenceProxyAsync();
+        asm volatile("bar.sync 3, 128;" ::: "memory");
+      }
+      Product(d, sA, sB);
+      if (k < 3) asm volatile("bar.arrive 2, 256;" ::: "memory");
+    }
+  }
+  out[threadIdx.x] = d[0][0] + d[7][3];
+}
+
+// Ways 9 and 10's tensor map: two 64 x 64 bf16 tiles at src, as (column, row, block, tile), one tile a
+// box, 128-byte swizzle (mla_cuda.cu's EncodeKvMap with one block). False where the driver cannot make it.
+static bool EncodeTileMap(void* src, CUtensorMap* map) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return false;
+  const cuuint64_t dims[4] = {64, 64, 1, 2}, strides[3] = {128, 8192, 8192};
+  const cuuint32_t box[4] = {64, 64, 1, 1}, unit[4] = {1, 1, 1, 1};
+  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
+             map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, src, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 int main(int argc, char** argv) {
@@ -185,6 +259,17 @@ int main(int argc, char** argv) {
   if (cudaMalloc(&tile, 8192) != cudaSuccess || cudaMemset(tile, 0, 8192) != cudaSuccess) return 1;
   if (way < 0 || way == 7) WgmmaReads<false><<<1, 256>>>(tile, d);
   if (way < 0 || way == 8) WgmmaReads<true><<<1, 256>>>(tile, d);
+  if (way < 0 || way >= 9) {
+    void* tiles = nullptr;  // two 64 x 64 bf16 tiles of zeros
+    CUtensorMap map;
+    if (cudaMalloc(&tiles, 16384) != cudaSuccess || cudaMemset(tiles, 0, 16384) != cudaSuccess) return 1;
+    if (!EncodeTileMap(tiles, &map)) {
+      std::printf("racecheck_probe: the driver made no tensor map (ways 9, 10)\n");
+      return 1;
+    }
+    if (way < 0 || way == 9) TensorReloads<false><<<1, 256>>>(map, d);
+    if (way < 0 || way == 10) TensorReloads<true><<<1, 256>>>(map, d);
+  }
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("racecheck_probe: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;
