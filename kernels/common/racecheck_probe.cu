@@ -10,12 +10,10 @@
 // Usage (on the GPU):
 //   nvcc -O2 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I kernels kernels/common/racecheck_probe.cu -o probe
 //   compute-sanitizer --tool racecheck ./probe [way]
-#include <cuda_runtime.h>
-#include <cudaTypedefs.h>
-
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/cuda_host.cuh"
 #include "common/mma.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
@@ -120,12 +118,6 @@ __global__ void Seesaw(const float* src, float* out) {
   out[threadIdx.x] = acc + sSum[64 * (1 - wg) + r0];
 }
 
-// Ways 7 and 8: shared memory that a wgmma reads (the async proxy), as decode.cu's tiles are read.
-// Way 7, four times: warpgroup 0 writes a 64 x 64 bf16 tile with st.shared, fences it for the async
-// proxy and hands it over (bar.arrive -> bar.sync); warpgroup 1's wgmma reads it as A (B: a tile that
-// a bulk copy brought in, waited for on an mbarrier), waits for the wgmma and hands the tile back.
-// Way 8: way 7, then decode.cu's epilogue sums (sSum, a region of its own): every thread writes its
-// word, __syncthreads, reads another thread's word.
 // Ways 7-10's mbarrier (one arrival a phase), initialised by thread 0 before any thread uses it.
 __device__ __forceinline__ void InitBarrier(uint64_t& bar) {
   using namespace longhaul::kernels;
@@ -155,6 +147,12 @@ __device__ __forceinline__ void Product(float (&d)[8][4], const uint16_t* sA, co
   FenceOperands(d);
 }
 
+// Ways 7 and 8: shared memory that a wgmma reads (the async proxy), as decode.cu's tiles are read.
+// Way 7, four times: warpgroup 0 writes a 64 x 64 bf16 tile with st.shared, fences it for the async
+// proxy and hands it over (bar.arrive -> bar.sync); warpgroup 1's wgmma reads it as A (B: a tile that
+// a bulk copy brought in, waited for on an mbarrier), waits for the wgmma and hands the tile back.
+// Way 8: way 7, then decode.cu's epilogue sums (sSum, a region of its own): every thread writes its
+// word, __syncthreads, reads another thread's word.
 template <bool kSums>
 __global__ void WgmmaReads(const float* src, float* out) {
   using namespace longhaul::kernels;
@@ -229,19 +227,16 @@ __global__ void TensorReloads(const __grid_constant__ CUtensorMap map, float* ou
 // Ways 9 and 10's tensor map: two 64 x 64 bf16 tiles at src, as (column, row, block, tile), one tile a
 // box, 128-byte swizzle (mla_cuda.cu's EncodeKvMap with one block). False where the driver cannot make it.
 static bool EncodeTileMap(void* src, CUtensorMap* map) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found;
-  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess)
-    return false;
+  const auto encode = longhaul::kernels::TensorMapEncoder();
   const cuuint64_t dims[4] = {64, 64, 1, 2}, strides[3] = {128, 8192, 8192};
   const cuuint32_t box[4] = {64, 64, 1, 1}, unit[4] = {1, 1, 1, 1};
-  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
-             map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, src, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode && encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, src, dims, strides, box, unit,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 int main(int argc, char** argv) {
+  longhaul::kernels::RequireHopper("racecheck_probe");
   const int way = argc > 1 ? std::atoi(argv[1]) : -1;  // -1: all
   float* d = nullptr;
   if (cudaMalloc(&d, 256 * sizeof(float)) != cudaSuccess) return 1;
@@ -255,14 +250,12 @@ int main(int argc, char** argv) {
     return 1;
   if (way < 0 || way == 5) Seesaw<false><<<1, 256>>>(src, d);
   if (way < 0 || way == 6) Seesaw<true><<<1, 256>>>(src, d);
-  float* tile = nullptr;  // way 7 and 8's B tile: 64 x 64 bf16 of zeros
-  if (cudaMalloc(&tile, 8192) != cudaSuccess || cudaMemset(tile, 0, 8192) != cudaSuccess) return 1;
-  if (way < 0 || way == 7) WgmmaReads<false><<<1, 256>>>(tile, d);
-  if (way < 0 || way == 8) WgmmaReads<true><<<1, 256>>>(tile, d);
+  float* tiles = nullptr;  // two 64 x 64 bf16 tiles of zeros: way 7 and 8's B, way 9 and 10's copies
+  if (cudaMalloc(&tiles, 16384) != cudaSuccess || cudaMemset(tiles, 0, 16384) != cudaSuccess) return 1;
+  if (way < 0 || way == 7) WgmmaReads<false><<<1, 256>>>(tiles, d);
+  if (way < 0 || way == 8) WgmmaReads<true><<<1, 256>>>(tiles, d);
   if (way < 0 || way >= 9) {
-    void* tiles = nullptr;  // two 64 x 64 bf16 tiles of zeros
     CUtensorMap map;
-    if (cudaMalloc(&tiles, 16384) != cudaSuccess || cudaMemset(tiles, 0, 16384) != cudaSuccess) return 1;
     if (!EncodeTileMap(tiles, &map)) {
       std::printf("racecheck_probe: the driver made no tensor map (ways 9, 10)\n");
       return 1;

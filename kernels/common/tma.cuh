@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 
 #include <cstdint>
 
@@ -61,6 +63,21 @@ __device__ __forceinline__ void TmaLoad4d(uint32_t smem, const CUtensorMap* map,
           smem),
       "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar)
       : "memory");
+}
+
+// Host side: the driver's cuTensorMapEncodeTiled, reached through the runtime so that nothing links
+// libcuda; null where the driver has none (the caller then copies without tensor maps).
+inline PFN_cuTensorMapEncodeTiled_v12000 TensorMapEncoder() {
+  static const auto encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
 }
 
 }  // namespace longhaul::kernels

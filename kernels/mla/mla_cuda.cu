@@ -8,11 +8,11 @@
 // o rows 4-byte aligned (even strides); pages of 64 tokens.
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
 
 #include <cmath>
 #include <string>
 
+#include "common/tma.cuh"
 #include "mla/mla.h"
 #include "mla/mla_api.h"
 #include "mla/mla_gpu.cuh"
@@ -53,18 +53,9 @@ mla_status Parts(const mla_fwd_params& p, int* P) {
 unsigned long long* g_profile = nullptr;
 
 // The cache's tensor map for decode.cu's TMA tiles (mla_gpu.cuh), or false when the driver cannot
-// make one; the kernel then copies every tile with cp.async. The driver's encoder is reached
-// through the runtime, so nothing links libcuda.
+// make one; the kernel then copies every tile with cp.async.
 bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map, int blocks = kDimQK / 64) {
-  static const auto encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      fn = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
+  const auto encode = kernels::TensorMapEncoder();
   const bool paged = p.block_table != nullptr;
   // Rank 4, (column within a 64-column block, row, block, page or entry): one box is `blocks`
   // blocks of a tile (all nine by default), in decode.cu's layout (blocks of 64 rows x 128 bytes).
