@@ -42,7 +42,7 @@ struct Params {
   float scale_log2;          // scale * log2(e)
   bool causal;
   // The workspace (schedule.h's layout).
-  int64_t* cum;              // [B+1], written by decode CTA (0, 0), read by the combine
+  int64_t* cum;              // [B+2] (schedule.h), written by decode CTA (0, 0), read by the combine
   float* ml;                 // [slots][M][2]
   __half* opart;             // [slots][M][512]
   unsigned long long* prof;  // [kPhaseCounters]: decode.cu's phase clocks (bench diagnostics), or null

@@ -1,6 +1,7 @@
 // mla/split_reference.cc: the CPU model of decode.cu + combine.cu (see split_reference.h).
 #include "mla/split_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -21,7 +22,9 @@ Schedule MakeSchedule(int B, int s_q, int H, const std::vector<int>& seqlens, in
   s.cum.assign(B + 1, 0);
   for (int b = 0; b < B; ++b) s.cum[b + 1] = s.cum[b] + seqlens[b];
   const int64_t W = s.cum[B];
-  const PartCut cut = CutParts(W, s.parts);
+  if (B > 0 && std::all_of(seqlens.begin(), seqlens.end(), [&](int S) { return S == seqlens[0]; }))
+    s.equal = seqlens[0];
+  const PartCut cut = CutParts(W, s.parts, B, s.equal);
   s.parts_used = cut.parts;
   s.slots = NumSlots(B, s.parts);
   s.nsplits.assign(B, 0);

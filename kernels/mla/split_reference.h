@@ -34,6 +34,7 @@ struct Schedule {
   int parts = 0;     // P: the grid's y
   int parts_used = 0;  // P': parts that get tokens
   std::vector<int64_t> cum;  // [B+1] prefix sums of seqlens
+  int64_t equal = 0;         // the length of every entry, 0 where they differ (CutParts)
   std::vector<int> first_b;  // [P] the first entry with tokens in part p (B if none)
   std::vector<int> nsplits;  // [B]
   std::vector<Split> splits; // in (part, entry) order, as the CTAs of one m-block meet them

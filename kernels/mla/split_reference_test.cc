@@ -93,9 +93,13 @@ TEST(MlaSplit, PartialIsRunningMaxSumUnnormalisedOutput) {
   EXPECT_EQ(o[0], 0.0);
 }
 
+PartCut PageCut(int64_t W, int P) { return CutParts(W, P, 1, 0); }
+
 // Every token of every entry in exactly one split, in order; no split empty; slots unique and
-// inside the workspace; every part but the last of T = CutParts(W, P).T tokens (whole pages), the last
-// of 1 to T, no part more than ceil(pages / P) pages; nsplits consistent.
+// inside the workspace; every part but the last of T = CutParts(...).T tokens, the last of 1 to T:
+// whole pages, no part more than ceil(pages / P) of them (the page cut), or ceil(B / P) whole entries
+// of equal length, at most 1/16 longer than the page cut's parts, each entry one split (the entry
+// cut); nsplits consistent.
 void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens) {
   const int B = int(seqlens.size());
   std::vector<int> covered(B, 0), count(B, 0);
@@ -118,9 +122,18 @@ void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens)
     ASSERT_EQ(count[b], s.nsplits[b]);
   }
   if (!part_tokens.empty()) {
-    const int64_t W = s.cum[B], T = CutParts(W, s.parts).T, pages = PagesOf(W);
-    EXPECT_EQ(T % kPageSize, 0);
-    EXPECT_EQ(T / kPageSize, (pages + s.parts - 1) / s.parts);
+    const int64_t W = s.cum[B], T = CutParts(W, s.parts, B, s.equal).T, pages = PagesOf(W);
+    const int64_t page_T = PageCut(W, s.parts).T;
+    EXPECT_EQ(page_T / kPageSize, (pages + s.parts - 1) / s.parts);
+    if (T == page_T) {
+      EXPECT_EQ(T % kPageSize, 0);
+    } else {  // the entry cut
+      ASSERT_GT(s.equal, 0);
+      EXPECT_EQ(T, (B + s.parts - 1) / s.parts * s.equal);
+      EXPECT_LE(16 * T, 17 * page_T);
+      EXPECT_LE(T - page_T, kEntryCutSlackPages * kPageSize);
+      for (int n : s.nsplits) EXPECT_EQ(n, 1);
+    }
     EXPECT_LE(s.parts_used, s.parts);
     for (int p = 0; p + 1 < s.parts_used; ++p) EXPECT_EQ(part_tokens[p], T) << "part " << p;
     EXPECT_GE(part_tokens.back(), 1);
@@ -134,14 +147,15 @@ void CheckScheduleInvariants(const Schedule& s, const std::vector<int>& seqlens)
   }
 }
 
-// The target shapes as the launcher runs them (P halved where HalvesFor says so): 128 to 132 of
-// 132 SMs busy (whole pages a part leave at most a part an m-block idle there), and, without
-// halves, no CTA with more tiles than the longest part of 132 token-exact ones.
+// The target shapes as the launcher runs them (P halved where HalvesFor says so): 128 of 132 SMs
+// busy (whole pages, or at B128 whole entries, a part leave a few parts an m-block idle), and,
+// without halves, no CTA with more tiles than the longest part of 132 token-exact ones, or 1/16 more
+// where parts are whole entries (the splits and the combine they save were worth more).
 TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
   struct Shape { int B, s_q, H, S, m_blocks, halves, busy; };
   for (const Shape& sh : {Shape{1, 1, 64, 8192, 1, 2, 128}, Shape{1, 2, 64, 8192, 2, 1, 128},
-                          Shape{1, 4, 64, 8192, 4, 1, 128}, Shape{128, 1, 16, 8192, 1, 1, 132},
-                          Shape{128, 1, 128, 8192, 2, 1, 132}, Shape{128, 2, 128, 8192, 4, 1, 132}}) {
+                          Shape{1, 4, 64, 8192, 4, 1, 128}, Shape{128, 1, 16, 8192, 1, 1, 128},
+                          Shape{128, 1, 128, 8192, 2, 1, 128}, Shape{128, 2, 128, 8192, 4, 1, 132}}) {
     SCOPED_TRACE("B" + std::to_string(sh.B) + " s_q" + std::to_string(sh.s_q) + " H" + std::to_string(sh.H));
     const int P = PartsForShape(sh.s_q, sh.H, 132);
     const int halves = HalvesFor(sh.s_q * sh.H, P, int64_t(sh.B) * sh.S);
@@ -152,7 +166,10 @@ TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
     EXPECT_EQ(halves * s.busy_ctas(), sh.busy);
     const int64_t W = s.cum[sh.B], exact = (W + P - 1) / P;  // the longest token-exact part
     if (halves == 1) {
-      EXPECT_LE((CutParts(W, P).T + kBlockN - 1) / kBlockN, (exact + kBlockN - 1) / kBlockN);
+      const int64_t tiles = (CutParts(W, P, sh.B, s.equal).T + kBlockN - 1) / kBlockN;
+      const int64_t exact_tiles = (exact + kBlockN - 1) / kBlockN;
+      if (sh.B == 1) EXPECT_LE(tiles, exact_tiles);
+      else EXPECT_LE(16 * tiles, 17 * exact_tiles);
     }
     CheckScheduleInvariants(s, seqlens);
   }
@@ -161,10 +178,50 @@ TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
   const Schedule s = MakeSchedule(1, 1, 64, {8192}, 132, PartsForShape(1, 64, 132) / 2);
   ASSERT_EQ(s.splits.size(), 64u);
   for (const Split& sp : s.splits) EXPECT_TRUE(sp.begin % kPageSize == 0 && sp.end - sp.begin == 2 * kPageSize);
-  // B128 H16: parts of 125 pages, 2 or 3 splits per entry, every entry split.
+  // B128 H16: a part an entry, nothing to combine; with one entry a token shorter, parts of 125
+  // pages, 2 or 3 splits per entry, every entry split.
   const Schedule t = MakeSchedule(128, 1, 16, std::vector<int>(128, 8192), 132);
-  EXPECT_EQ(CutParts(t.cum[128], t.parts).T, 125 * kPageSize);
-  for (int n : t.nsplits) EXPECT_TRUE(n == 2 || n == 3) << n;
+  EXPECT_EQ(t.equal, 8192);
+  EXPECT_EQ(t.parts_used, 128);
+  for (int n : t.nsplits) EXPECT_EQ(n, 1);
+  std::vector<int> mixed(128, 8192);
+  mixed[77] = 8191;
+  const Schedule u = MakeSchedule(128, 1, 16, mixed, 132);
+  EXPECT_EQ(u.equal, 0);
+  EXPECT_EQ(CutParts(u.cum[128], u.parts, 128, u.equal).T, 125 * kPageSize);
+  for (int n : u.nsplits) EXPECT_TRUE(n == 2 || n == 3) << n;
+  CheckScheduleInvariants(u, mixed);
+}
+
+// Whole entries only where every entry has the same length, B > 1, and a part of them is at most
+// 8 pages and 1/16 longer than the page cut's.
+TEST(MlaSchedule, WholeEntriesOnlyWhereTheyCostLittle) {
+  const auto T = [](int B, int P, int64_t S) { return CutParts(B * S, P, B, S).T; };
+  EXPECT_EQ(T(128, 132, 8192), 8192);                    // 128 pages against the page cut's 125
+  EXPECT_EQ(T(128, 66, 8192), 2 * 8192);                 // 256 against 249
+  EXPECT_EQ(T(128, 33, 8192), PageCut(128 * 8192, 33).T);  // 512 against 497: 15 pages more
+  EXPECT_EQ(T(31, 2, 1024), 16 * 1024);                   // 256 against 248: 8 more
+  EXPECT_EQ(T(31, 2, 1152), PageCut(31 * 1152, 2).T);     // 288 against 279: 9 more
+  EXPECT_EQ(T(100, 132, 8192), PageCut(100 * 8192, 132).T);  // an entry a part: 32 SMs idle
+  EXPECT_EQ(T(132, 132, 8192), 8192);                    // an entry a part, every SM busy
+  EXPECT_EQ(T(17, 18, 1280), 1280);                      // 20 pages against 19
+  EXPECT_EQ(T(11, 6, 640), 1280);                        // two entries a part: 20 pages against 19
+  EXPECT_EQ(T(132, 132, 100), PageCut(132 * 100, 132).T);  // not a whole number of pages
+  EXPECT_EQ(T(140, 132, 8192), PageCut(140 * 8192, 132).T);  // two a part would be 1.9x as long
+  EXPECT_EQ(T(16, 18, 1280), PageCut(16 * 1280, 18).T);  // 20 pages against 18: 11% longer
+  EXPECT_EQ(T(1, 132, 8192), PageCut(8192, 132).T);       // one entry: split it
+  EXPECT_EQ(T(2, 132, 8192), PageCut(2 * 8192, 132).T);   // a part an entry would be 64x as long
+  EXPECT_EQ(CutParts(3 * 100, 2, 3, 0).T, PageCut(300, 2).T);  // lengths differ
+  for (int B : {64, 128, 131, 132, 133, 200, 264, 300})
+    for (int S : {1, 63, 64, 100, 4096, 8191, 8192}) {
+      const std::vector<int> seqlens(B, S);
+      const Schedule s = MakeSchedule(B, 1, 16, seqlens, 132);
+      SCOPED_TRACE("B" + std::to_string(B) + " S" + std::to_string(S));
+      CheckScheduleInvariants(s, seqlens);
+      const int64_t T = CutParts(s.cum[B], s.parts, B, s.equal).T, page_T = PageCut(s.cum[B], s.parts).T;
+      EXPECT_LE(16 * T, 17 * page_T);
+      EXPECT_LE(T - page_T, kEntryCutSlackPages * kPageSize);
+    }
 }
 
 // Halves only with four row groups, more than one part, and at most a tile a part of the cache.
@@ -207,7 +264,7 @@ TEST(MlaSchedule, RandomMixedLengthsInvariants) {
     int64_t W = 0;
     for (int S : seqlens) W += S;
     if (W > 0) {  // as many parts of T tokens as W needs, none empty
-      const int64_t T = CutParts(W, s.parts).T;
+      const int64_t T = CutParts(W, s.parts, B, s.equal).T;
       EXPECT_EQ(s.parts_used, (W + T - 1) / T);
     }
   }
