@@ -51,7 +51,8 @@ struct RowSplits {
 __device__ __forceinline__ RowSplits RowSplitsOf(const Params& p, int64_t row) {
   RowSplits r{int(row / p.M), int(row % p.M), 0, p.ml, p.opart};
   const int64_t W = p.cum[p.B], c0 = p.cum[r.b], c1 = p.cum[r.b + 1];
-  const PartCut cut = CutParts(W, p.parts, p.B, p.cum[p.B + 1]);
+  const int64_t equal = p.B > 1 && p.M <= kWholeEntriesMaxRows ? p.cum[p.B + 1] : 0;  // (decode wrote it)
+  const PartCut cut = CutParts(W, p.parts, p.B, equal);
   // One part (prefill): no more 64-bit divisions for the rows decode wrote, all but the empty entries'.
   if (c1 <= c0 || cut.parts == 1) {
     r.n = c1 <= c0 ? 0 : 1;

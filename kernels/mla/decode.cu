@@ -235,12 +235,16 @@ __device__ __forceinline__ int64_t BlockScan(int64_t x, int64_t* scratch, int64_
   return before + x;
 }
 
+// kWholeEntries: whether the kernel cuts whole entries where it can (M <= kWholeEntriesMaxRows,
+// schedule.h's CutParts); it then publishes `equal` in cum[B + 1] for the combine. Without it the
+// code is the page cut's alone (a test left in the wgmma kernels cost prefill 2%, schedule.h).
+template <bool kWholeEntries>
 __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   if (p.B == 1) {  // no scan: one load (prefill: 8192 CTAs each paid ~5k cycles for the scans)
     const int64_t W = p.seqlens[0];
-    if (write_cum && threadIdx.x == 0) p.cum[0] = 0, p.cum[1] = W, p.cum[2] = W;
+    if (write_cum && threadIdx.x == 0) p.cum[0] = 0, p.cum[1] = W;
     __syncthreads();  // as the scans' barriers: publishes the tile barriers' initialisation
-    const PartCut cut = CutParts(W, p.parts, 1, W);
+    const PartCut cut = CutParts(W, p.parts, 1, 0);
     return {cut, 0, part < cut.parts ? 0 : 1};
   }
   __shared__ int64_t scratch[kThreads / 32];
@@ -249,22 +253,25 @@ __device__ PartEntry FindPartEntry(const Params& p, int part, bool write_cum) {
   if (threadIdx.x == 0) found_c0 = 0, found_b = p.B;  // none; BlockScan's barriers order this first
   // Pass 1: W, and whether every entry has entry 0's length. The first chunk's scan is kept, so B
   // <= kThreads reads the seqlens once.
-  const int64_t s0 = p.seqlens[0];
+  const int64_t s0 = kWholeEntries ? p.seqlens[0] : 0;
   const int64_t x0 = int(threadIdx.x) < p.B ? p.seqlens[threadIdx.x] : 0;
-  bool same = int(threadIdx.x) >= p.B || x0 == s0;
+  bool same = kWholeEntries && (int(threadIdx.x) >= p.B || x0 == s0);
   int64_t chunk0, W;
   const int64_t incl0 = BlockScan(x0, scratch, &chunk0);
   W = chunk0;
   for (int base = kThreads; base < p.B; base += kThreads) {
     const int b = base + int(threadIdx.x);
     const int64_t x = b < p.B ? p.seqlens[b] : 0;
-    same = same && (b >= p.B || x == s0);
+    if (kWholeEntries) same = same && (b >= p.B || x == s0);
     int64_t chunk;
     BlockScan(x, scratch, &chunk);
     W += chunk;
   }
-  const int64_t equal = __syncthreads_and(same) ? s0 : 0;
-  if (write_cum && threadIdx.x == 0) p.cum[0] = 0, p.cum[p.B + 1] = equal;
+  const int64_t equal = kWholeEntries && __syncthreads_and(same) ? s0 : 0;
+  if (write_cum && threadIdx.x == 0) {
+    p.cum[0] = 0;
+    if (kWholeEntries) p.cum[p.B + 1] = equal;
+  }
   // Pass 2: the entry whose token range holds the part's start.
   const PartCut cut = CutParts(W, p.parts, p.B, equal);
   const int64_t start = PartStart(part, cut);
@@ -748,7 +755,8 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   // With one entry, every part starts in entry 0: its Q rows load while the CTA reads the seqlens.
   const int R0 = mb * kBlockM;
   if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
-  const PartEntry first = FindPartEntry(p, part, mb == 0 && part == 0 && half == 0);
+  constexpr bool kWholeEntries = kRows <= kWholeEntriesMaxRows;
+  const PartEntry first = FindPartEntry<kWholeEntries>(p, part, mb == 0 && part == 0 && half == 0);
   Mark(p, prof, kScan);
   const PartCut& cut = first.cut;
   if (part >= cut.parts) {
@@ -771,7 +779,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     if (c1 == c0) continue;
     const int S_b = int(c1 - c0);
     const int t0 = int(max(start, c0) - c0), t1 = int(min(end, c1) - c0);
-    const bool split = c0 < start || c1 > end;  // the entry has other splits: leave a partial
+    const int nsplit = SplitsOf(c0, c1, cut);
     // The rows' key limits; the CTA's last useful key (the last row sees the most: s ascends in R).
     int lim[2];
     for (int j = 0; j < 2; ++j) {
@@ -1092,7 +1100,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       for (int w = 0; w < kSplit; ++w) lt += sSum[w * kRows + r_[k]];
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const uint32_t dst = sKV + r_[k] * kStageRow + (8 * kOutTiles * c + 2 * (lane & 3)) * 2;
-      if (split) {
+      if (nsplit > 1) {
 #pragma unroll
         for (int n = 0; n < kOutTiles; ++n)
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst + 16 * n), "r"(PackHalf(o[n][2 * k] * inv, o[n][2 * k + 1] * inv)));
@@ -1110,10 +1118,10 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     FenceProxyAsync();  // st.shared -> the bulk copy
     __syncthreads();
     auto row_dst = [&](int R) -> void* {  // the CTA's first column of row R
-      return split ? static_cast<void*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV + kCols * half)
+      return nsplit > 1 ? static_cast<void*>(p.opart + (int64_t(SlotOf(b, part)) * p.M + R) * kDimV + kCols * half)
                         : p.o + b * p.o_st[0] + (R / p.H) * p.o_st[1] + (R % p.H) * p.o_st[2] + kCols * half;
     };
-    if (split || (reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_st[0] % 8 == 0 && p.o_st[1] % 8 == 0 &&
+    if (nsplit > 1 || (reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_st[0] % 8 == 0 && p.o_st[1] % 8 == 0 &&
                        p.o_st[2] % 8 == 0)) {
       if (tid < rows_valid) {
         asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"

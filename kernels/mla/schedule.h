@@ -26,8 +26,8 @@
 // 64-token granularity and fixed overhead give 64 splits, half the machine. (That shape now runs
 // in halves, HalvesFor below: 64 parts of two pages, each in two CTAs, so the grid is (m_blocks,
 // P / 2, 2) there.)
-// Where every entry has the same length, parts of whole entries may replace the page cut
-// (CutParts below): at B128 S8192 each entry then has one split and nothing is combined.
+// Where every entry has the same length and M <= 32, parts of whole entries may replace the page
+// cut (CutParts below): at B128 H16 S8192 each entry then has one split and nothing is combined.
 //
 // Splits. A part's range crosses entry boundaries: the piece of entry b inside part p is one
 // split, (b, p). Entry b has n_b = PartOf(cum[b+1]-1) - PartOf(cum[b]) + 1 splits (0 if S_b = 0),
@@ -42,12 +42,11 @@
 // empty, but its visible part for some rows may be.
 //
 // Examples (132 SMs): B1 H64 S8192 s_q1: halves (HalvesFor), P = 66, P' = 64 splits of two pages,
-// each in two CTAs (128 of 132 SMs busy). s_q2: M=128,
-// 2 x 66, P' = 64 of two pages. s_q4: 4 x 33, P' = 32 of four. B128 H16 S8192: 1 x 132, W = 1M
-// tokens; the page cut would be T = 125 pages, each entry in 2 or 3 splits; the entry cut is 128
-// parts of one entry (128 pages). B128 H128 s_q1: 2 x 66, 64 parts of two entries (the page cut:
-// 249 pages); s_q2: 4 x 33, the page cut (T = 497 pages; four entries a part would add 15). Mixed lengths keep the page cut. Prefill s_q = S = 8192, H64: m_blocks = 8192 > 132, so P = 1: one split
-// per entry, no partials, the grid is 8192 CTAs.
+// each in two CTAs (128 of 132 SMs busy). s_q2: M=128, 2 x 66, P' = 64 of two pages. s_q4: 4 x 33,
+// P' = 32 of four. B128 H16 S8192: 1 x 132, W = 1M tokens, 128 parts of one entry (the page cut
+// would be T = 125 pages, each entry in 2 or 3 splits). B128 H128 s_q1: 2 x 66 (T = 249 pages);
+// s_q2: 4 x 33 (T = 497): the page cut (M > 32). Prefill s_q = S = 8192, H64: m_blocks = 8192 >
+// 132, so P = 1: one split per entry, no partials, the grid is 8192 CTAs.
 #pragma once
 
 #include <stdint.h>
@@ -110,18 +109,21 @@ struct PartCut {
   int parts;
 };
 // The cut the kernels use. Where all B > 1 entries hold `equal` tokens, a multiple of the page (0:
-// the lengths differ), parts of ceil(B / P) whole entries instead, when such a part is at most 8
-// pages and 1/16 longer than the page cut's: every entry then has one split, written by decode
-// itself, so no partial is stored and the combine merges nothing. What that saves is about fixed
-// (the combine pass, the partials of the entries that parts' ends cut), what it costs is the added
-// pages, hence a bound in pages. Measured at B128 S8192 (entry cut against page cut): H200
-// 2026-12-06, with 128 and 64 page-cut parts that fall on entries there: H16 294.3 against 301.8
-// us (3 pages more a part), H128 s_q1 496 against 507 (7 more); H100 2026-12-07, this cut: H16
-// 408.2-408.4 against 414.5-415.1, H128 s_q1 525.5-527.6 against 528.6-529.8, but H128 s_q2, 15
-// pages more a part (512 against 497), 1030-1044 against 995-1016. Lengths that differ keep the
-// page cut: whole entries would need a cut that is not T-periodic, which PartOf could not invert.
-// (T stays pages times 64 in both cuts: a T that ptxas could not see as a multiple of 64 cost
-// decode.cu's wgmma kernels 12-64 bytes of spills.)
+// the lengths differ, or the kernel does not cut whole entries), parts of ceil(B / P) whole entries
+// instead, when such a part is at most 8 pages and 1/16 longer than the page cut's: every entry
+// then has one split, written by decode itself, so no partial is stored and the combine merges
+// nothing. What that saves is about fixed (the combine pass, the partials of the entries that parts'
+// ends cut), what it costs is the added pages, hence a bound in pages. Measured at B128 S8192
+// (whole entries against the page cut, BENCHMARKS.md 2026-12-07): H16 -1.7% on an H100 (408.5 us
+// against 415.2, four rounds; -2.5% on an H200 the day before, 294.3 against 301.8, from 128 page-cut
+// parts that fall on entries); H128 s_q1, 7 pages more a part, 526.7 against 526.2; H128 s_q2, 15
+// more, 2.5-3.5% slower. Only the mma.sync kernels (M <= kWholeEntriesMaxRows) cut whole entries:
+// in the wgmma kernels the test alone cost prefill (B = 1, where the cut cannot change) 2%, from
+// code generation (7,610 against 7,749 us, the means of eight runs each, on an H100). Lengths that
+// differ keep the page cut: whole entries would need a cut that is not T-periodic, which PartOf
+// could not invert. (T stays pages times 64 in both cuts: a T that ptxas could not see as a multiple
+// of 64 cost decode.cu's wgmma kernels 12-64 bytes of spills.)
+inline constexpr int kWholeEntriesMaxRows = 32;  // M; the kernels with one or two row groups
 inline constexpr int64_t kEntryCutSlackPages = 8;
 MLA_HD PartCut CutParts(int64_t W, int P, int B, int64_t equal) {
   if (W <= 0) return {0, kPageSize, 0};
@@ -154,9 +156,9 @@ MLA_HD int SlotOf(int b, int p) { return b + p; }
 MLA_HD int64_t NumSlots(int B, int P) { return P <= 1 ? 0 : int64_t(B) + P - 1; }
 
 // ---- Workspace layout (device memory; all offsets 256-byte aligned) ----------------------------
-//   cum        int64 [B+2]            prefix sums of seqlens, then the length every entry has (0
-//                                     where they differ: CutParts' `equal`), written by the decode
-//                                     kernel's CTA (0, 0) for the combine kernel
+//   cum        int64 [B+2]            prefix sums of seqlens, then (B > 1, M <= 32) the length
+//                                     every entry has (0 where they differ: CutParts' `equal`),
+//                                     written by the decode kernel's CTA (0, 0) for the combine
 //   ml         fp32  [slots][M][2]    per split and row: running max m (base 2, scaled) and sum l
 //   opart      fp16  [slots][M][512]  per split and row: the split's normalised output O / l
 // with M = s_q * H. The partials are what the decode kernel leaves and the combine kernel reads.

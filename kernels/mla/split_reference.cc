@@ -22,7 +22,8 @@ Schedule MakeSchedule(int B, int s_q, int H, const std::vector<int>& seqlens, in
   s.cum.assign(B + 1, 0);
   for (int b = 0; b < B; ++b) s.cum[b + 1] = s.cum[b] + seqlens[b];
   const int64_t W = s.cum[B];
-  if (B > 0 && std::all_of(seqlens.begin(), seqlens.end(), [&](int S) { return S == seqlens[0]; }))
+  if (B > 0 && int64_t(s_q) * H <= kWholeEntriesMaxRows &&
+      std::all_of(seqlens.begin(), seqlens.end(), [&](int S) { return S == seqlens[0]; }))
     s.equal = seqlens[0];
   const PartCut cut = CutParts(W, s.parts, B, s.equal);
   s.parts_used = cut.parts;

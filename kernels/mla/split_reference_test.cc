@@ -155,7 +155,7 @@ TEST(MlaSchedule, FillsTheSmsAtTargetShapes) {
   struct Shape { int B, s_q, H, S, m_blocks, halves, busy; };
   for (const Shape& sh : {Shape{1, 1, 64, 8192, 1, 2, 128}, Shape{1, 2, 64, 8192, 2, 1, 128},
                           Shape{1, 4, 64, 8192, 4, 1, 128}, Shape{128, 1, 16, 8192, 1, 1, 128},
-                          Shape{128, 1, 128, 8192, 2, 1, 128}, Shape{128, 2, 128, 8192, 4, 1, 132}}) {
+                          Shape{128, 1, 128, 8192, 2, 1, 132}, Shape{128, 2, 128, 8192, 4, 1, 132}}) {
     SCOPED_TRACE("B" + std::to_string(sh.B) + " s_q" + std::to_string(sh.s_q) + " H" + std::to_string(sh.H));
     const int P = PartsForShape(sh.s_q, sh.H, 132);
     const int halves = HalvesFor(sh.s_q * sh.H, P, int64_t(sh.B) * sh.S);
