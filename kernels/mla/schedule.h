@@ -112,17 +112,18 @@ struct PartCut {
 // the lengths differ, or the kernel does not cut whole entries), parts of ceil(B / P) whole entries
 // instead, when such a part is at most 8 pages and 1/16 longer than the page cut's: every entry
 // then has one split, written by decode itself, so no partial is stored and the combine merges
-// nothing. What that saves is about fixed (the combine pass, the partials of the entries that parts'
-// ends cut), what it costs is the added pages, hence a bound in pages. Measured at B128 S8192
-// (whole entries against the page cut, BENCHMARKS.md 2026-12-07): H16 -1.7% on an H100 (408.5 us
-// against 415.2, four rounds; -2.5% on an H200 the day before, 294.3 against 301.8, from 128 page-cut
-// parts that fall on entries); H128 s_q1, 7 pages more a part, 526.7 against 526.2; H128 s_q2, 15
-// more, 2.5-3.5% slower. Only the mma.sync kernels (M <= kWholeEntriesMaxRows) cut whole entries:
-// in the wgmma kernels the test alone cost prefill (B = 1, where the cut cannot change) 2%, from
-// code generation (7,610 against 7,749 us, the means of eight runs each, on an H100). Lengths that
-// differ keep the page cut: whole entries would need a cut that is not T-periodic, which PartOf
-// could not invert. (T stays pages times 64 in both cuts: a T that ptxas could not see as a multiple
-// of 64 cost decode.cu's wgmma kernels 12-64 bytes of spills.)
+// nothing. What that saves is about fixed (the combine pass, the partials of the entries that
+// parts' ends cut), what it costs is the added pages, hence a bound in pages. Measured at B128
+// S8192 (whole entries against the page cut, BENCHMARKS.md 2026-12-07): H16 -1.7% on an H100
+// (407.7-408.9 us against 414.9-415.6, four rounds each; -2.5% on an H200 the day before, 294.3
+// against 301.8, from 128 page-cut parts that fall on entries); H128 s_q1, 7 pages more a part,
+// 526.4-527.1 against 525.6-527.2; H128 s_q2, 15 more, 2.5-3.5% slower. Only the mma.sync kernels
+// (M <= kWholeEntriesMaxRows) cut whole entries: in the wgmma kernels the test alone cost prefill
+// (B = 1, where the cut cannot change) 2%, from code generation (7,749 against 7,610 us, the means
+// of eight runs each, on an H100). Lengths that differ keep the page cut: whole entries would need
+// a cut that is not T-periodic, which PartOf could not invert. (T stays pages times 64 in both
+// cuts: a T that ptxas could not see as a multiple of 64 cost decode.cu's wgmma kernels 12-64 bytes
+// of spills.)
 inline constexpr int kWholeEntriesMaxRows = 32;  // M; the kernels with one or two row groups
 inline constexpr int64_t kEntryCutSlackPages = 8;
 MLA_HD PartCut CutParts(int64_t W, int P, int B, int64_t equal) {
