@@ -115,10 +115,10 @@ struct PartCut {
 // nothing. What that saves is about fixed (the combine pass, the partials of the entries that
 // parts' ends cut), what it costs is the added pages, hence a bound in pages. Measured at B128
 // S8192 (whole entries against the page cut, BENCHMARKS.md 2026-12-07): H16 -1.7% on an H100
-// (407.7-408.9 us against 414.9-415.6, four rounds each; -1.2% in a later call, this form: 422.9-423.1
-// against 428.0-428.3; -2.5% on an H200 the day before, 294.3 against 301.8, from 128 page-cut
-// parts that fall on entries); H128 s_q1, 7 pages more a part,
-// 526.4-527.1 against 525.6-527.2; H128 s_q2, 15 more, 2.5-3.5% slower. Only the mma.sync kernels
+// (407.7-408.9 us against 414.9-415.6, four rounds each; -1.2% in a later call, this form:
+// 422.9-423.1 against 428.0-428.3; -2.5% on an H200 the day before, 294.3 against 301.8, from 128
+// page-cut parts that fall on entries); H128 s_q1, 7 pages more a part, 526.4-527.1 against
+// 525.6-527.2; H128 s_q2, 15 more, 2.5-3.5% slower. Only the mma.sync kernels
 // (M <= kWholeEntriesMaxRows) cut whole entries: in the wgmma kernels the test alone cost prefill
 // (B = 1, where the cut cannot change) 2%, from code generation (7,749 against 7,610 us, the means
 // of eight runs each, on an H100). Lengths that differ keep the page cut: whole entries would need
