@@ -452,6 +452,16 @@ __device__ __forceinline__ void LoadHalf(const Params& p, const SeesawSegment& g
 
 // The pairs of one segment. o, m, l: this warpgroup's half of O, its rows' reference and row sums
 // (over its own tiles; the epilogue adds the two warpgroups' sums, both at the final reference).
+// A copy's issue holds its thread until the copy engine has taken the copies before it (phase
+// clocks, 2026-12-07: WG1 issuing B's left half right after its right half waited ~2.5k cycles), so
+// where an issue sits decides which product waits. kLeftAfterPv (one part: prefill, whose m-blocks
+// all read one cache, so the tiles come from L2): WG0 issues the next A's left half after
+// O_L += P_B V_B,L, not before it, and the product no longer waits: prefill -2 to -4% (H100, two
+// calls). Where the tiles come from DRAM (serving batches), so issued the half lands late for the
+// next S_A: B128 H128 s_q1 +4%, s_q2 +8%, so there the order stays. Also measured there and not kept:
+// WG1 issuing B's left half (+12%: its issue waited behind its right half's) and WG0 issuing it after
+// S_A (+10%: it landed ~0.6k cycles later for S_B); prefill gained 1-2% from the latter.
+template <bool kLeftAfterPv>
 __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& g, float (&o)[32][4], float (&m)[2],
                                           float (&l)[2], uint32_t& parities) {
   const int tid = threadIdx.x, lane = tid & 31, wt = tid & 127;
@@ -605,7 +615,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       FenceOperands(o);
       FenceOperands(pf);
       mark(kSwPVWait);
-      load(A + 2);
+      if (!kLeftAfterPv) load(A + 2);
       const float mB[2] = {g.sM[64 + r_[0]], g.sM[64 + r_[1]]};
       MoveReference(o, m, l, mB);  // (where WG1 moved a reference past A's: rare)
       mark(kSwLoad);
@@ -614,6 +624,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
       for (int kk = 0; kk < 4; ++kk) Wgmma64x256MnB(o, p_desc(g.sP, kk), v_desc(bufB, kk), 1);
       WgmmaCommit();
       mark(kSwPV);
+      if (kLeftAfterPv) load(A + 2);  // (its issue holds the thread while O_L += P_B V_B,L runs)
       count_pair();
     }
     WgmmaWait<0>();
@@ -709,7 +720,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
 // PV and writes only V columns [256 z, 256 z + 256) of its rows, z = blockIdx.z, beside the CTA
 // that has the other half; both compute the same S, P, m and l (the one with z = 0 writes m and l,
 // or the LSE, and the combine's cum), so the combine sees whole partials as without halves.
-template <int kRowGroups, bool kSeesaw, int kHalves = 1>
+template <int kRowGroups, bool kSeesaw, int kHalves = 1, bool kLeftAfterPv = false>
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constant__ Params p) {
   constexpr int kRows = 16 * kRowGroups;
   constexpr int kSplit = 8 / kRowGroups;     // warps sharing a row group
@@ -818,7 +829,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     uint32_t pf[kWgmma ? 2 : 1][4];
     if constexpr (kSeesaw) {
       const SeesawSegment sg{sQ, sKV, sP, bar0, sMax, prof, pages, b, tile0, n_tiles, stop, t0, {lim[0], lim[1]}};
-      RunSeesaw(p, sg, o, m, l, parities);
+      RunSeesaw<kLeftAfterPv>(p, sg, o, m, l, parities);
     } else {
       // The issuing thread reads a tile's page a tile ahead: read when issuing, its latency (~0.6k
       // cycles) held up warp 0 and with it every warp at the next barrier.
@@ -1146,18 +1157,18 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   ReportProfile(p, prof);
 }
 
-template <int kRowGroups, bool kSeesaw = false, int kHalves = 1>
+template <int kRowGroups, bool kSeesaw = false, int kHalves = 1, bool kLeftAfterPv = false>
 cudaError_t Launch(const Params& p, cudaStream_t stream) {
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
-    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups, kSeesaw, kHalves>,
+    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups, kSeesaw, kHalves, kLeftAfterPv>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              Layout<kRowGroups>::kBytes + 1024);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  DecodeKernel<kRowGroups, kSeesaw, kHalves><<<dim3(p.m_blocks, p.parts, kHalves), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
+  DecodeKernel<kRowGroups, kSeesaw, kHalves, kLeftAfterPv><<<dim3(p.m_blocks, p.parts, kHalves), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
   return cudaGetLastError();
 }
 }  // namespace
@@ -1168,7 +1179,8 @@ cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
   if (p.halves == 2) return Launch<4, false, 2>(p, stream);  // (schedule.h's HalvesFor)
   // The seesaw where parts are long (serving batches, prefill); with a tile or two a part (B1), the
   // extra tile of its page-aligned start cost more than it gained (24 -> 27.6 us).
-  if (MLA_SEESAW && MLA_KV_TMA && p.kv_tma && p.part_tokens >= kSeesawMinTokens) return Launch<4, true>(p, stream);
+  if (MLA_SEESAW && MLA_KV_TMA && p.kv_tma && p.part_tokens >= kSeesawMinTokens)
+    return p.parts == 1 ? Launch<4, true, 1, true>(p, stream) : Launch<4, true>(p, stream);
   return Launch<4>(p, stream);
 }
 
