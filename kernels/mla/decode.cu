@@ -766,6 +766,14 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   // With one entry, every part starts in entry 0: its Q rows load while the CTA reads the seqlens.
   const int R0 = mb * kBlockM;
   if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
+  // With one entry, the part's pages are read from the block table's row once the seqlens have
+  // arrived: the row's lines go to L2 now (a line a CTA, the grid covering up to 64 of them), so that
+  // that read waits for L2 and not for DRAM after the seqlens' own wait.
+  if (p.B == 1 && p.block_table && threadIdx.x == 0) {
+    const int64_t row_lines = (p.bt_stride * 4 + 127) / 128, lines = row_lines < 64 ? row_lines : 64;
+    const int64_t cta = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p.block_table + (cta % lines) * 32));
+  }
   constexpr bool kWholeEntries = kRows <= kWholeEntriesMaxRows;
   const PartEntry first = FindPartEntry<kWholeEntries>(p, part, mb == 0 && part == 0 && half == 0);
   Mark(p, prof, kScan);
