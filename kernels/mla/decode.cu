@@ -767,11 +767,12 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   const int R0 = mb * kBlockM;
   if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
   // With one entry, the part's pages are read from the block table's row once the seqlens have
-  // arrived: the row's lines go to L2 now (a line a CTA, the grid covering up to 64 of them), so that
-  // that read waits for L2 and not for DRAM after the seqlens' own wait (H100, with the tile below:
-  // B1 s_q1 22.66 -> 22.29 us, means of eight runs; s_q2 and s_q4 unchanged).
+  // arrived: the row's lines go to L2 now (a line a CTA, the grid covering up to 64 of them, none
+  // past the row's max_pages entries, where the allocation may end), so that that read waits for L2
+  // and not for DRAM after the seqlens' own wait (H100, with the tile below: B1 s_q1 22.66 -> 22.29
+  // us, means of eight runs; s_q2 and s_q4 unchanged).
   if (p.B == 1 && p.block_table && threadIdx.x == 0) {
-    const int64_t row_lines = (p.bt_stride * 4 + 127) / 128, lines = row_lines < 64 ? row_lines : 64;
+    const int64_t row_lines = (int64_t(p.max_pages) * 4 + 127) / 128, lines = row_lines < 64 ? row_lines : 64;
     const int64_t cta = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p.block_table + (cta % lines) * 32));
   }

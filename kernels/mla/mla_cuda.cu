@@ -113,7 +113,7 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   g.lse = p.lse;
   for (int i = 0; i < 3; ++i) g.q_st[i] = p.q_stride[i], g.o_st[i] = p.o_stride[i], g.lse_st[i] = p.lse_stride[i];
   g.kv_st[0] = p.kv_stride[0], g.kv_st[1] = p.kv_stride[1];
-  g.block_table = p.block_table, g.bt_stride = p.block_table_stride;
+  g.block_table = p.block_table, g.bt_stride = p.block_table_stride, g.max_pages = p.max_pages;
   g.kv_tma = EncodeKvMap(p, &g.kv_map) && EncodeKvMap(p, &g.kv_map_lo, 4) && EncodeKvMap(p, &g.kv_map_hi, 5);
   g.seqlens = p.seqlens;
   const double scale = p.scale > 0 ? double(p.scale) : 1.0 / std::sqrt(192.0);

@@ -36,6 +36,7 @@ struct Params {
   const __nv_bfloat16* kv;   int64_t kv_st[2];  // {b, t} contiguous or {page, t} paged
   const int32_t* block_table;                    // paged when not null
   int64_t bt_stride;
+  int max_pages;                                 // the entries of a block-table row
   const int32_t* seqlens;    // [B]
   __nv_bfloat16* o;          int64_t o_st[3];
   float* lse;                int64_t lse_st[3];  // or null
