@@ -870,8 +870,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
       // TMA: the last buffer is free too before the first tile, so its tile need not wait for tile 0's
       // QK^T (release_previous below) to be issued (H100: B1 s_q1 23.21 -> 22.66 us, means of eight
       // runs; s_q2 and s_q4 unchanged). (cp.async counts its groups: not there.)
-      const bool last_buffer_early = tma && kWgmma;
-      if (last_buffer_early) load(kStages - 1);
+      if (tma) load(kStages - 1);
       uint32_t qf[L::kQInRegisters ? kDimQK / 16 : 1][4];  // Q's A fragments (G = 1)
       if constexpr (L::kQInRegisters) {
         CpAsyncWaitGroup<kStages - 1>();  // Q landed (its tiles are cp.async copies); the first tiles may not have
@@ -922,7 +921,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
             if (j > 0) __syncthreads();
             Mark(p, prof, kBarrier);
           }
-          if (j > 0 || !last_buffer_early) load(j + kStages - 1);
+          if (j > 0 || !tma) load(j + kStages - 1);  // (TMA: tile kStages - 1 went out above)
           Mark(p, prof, kIssue);
         };
         const int tok0 = 8 * kTokTiles * c;  // the warp's first token in the tile
