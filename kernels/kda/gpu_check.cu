@@ -34,6 +34,7 @@ struct Case {
   kda_gate_mode gate;
   bool l2norm, beta_sigmoid, h0, hT, v_first, A_log, dt_bias, g_bf16, beta_bf16;
   double A_log_mean = 0;  // A_log ~ A_log_mean + 0.5 randn: a steep softplus gate reaches the exact path
+  bool o_f32 = false;     // o written as fp32 (out_dtype), not bf16
 };
 
 static double Sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -127,6 +128,7 @@ static bool RunCase(const Case& c, uint64_t seed) {
   p.beta_dtype = c.beta_bf16 ? KDA_DTYPE_BF16 : KDA_DTYPE_F32;
   p.gate = c.gate;
   p.lower_bound = -5.0f;
+  p.out_dtype = c.o_f32 ? KDA_DTYPE_F32 : KDA_DTYPE_BF16;
   p.flags = (c.l2norm ? KDA_FLAG_L2NORM_QK : 0) | (c.beta_sigmoid ? KDA_FLAG_BETA_SIGMOID : 0) |
             (c.v_first ? KDA_FLAG_STATE_V_FIRST : 0);
 
@@ -157,9 +159,10 @@ static bool RunCase(const Case& c, uint64_t seed) {
   float* ddt = dt_bias.empty() ? nullptr : ToDevice(dt_bias);
   float* dh0 = c.h0 ? ToDevice(h0) : nullptr;
   int64_t* dcu = c.cu.empty() ? nullptr : ToDevice(c.cu);
-  uint16_t* dout = nullptr;
+  const size_t o_bytes = NV * (c.o_f32 ? 4 : 2);
+  void* dout = nullptr;
   float* dhT = nullptr;
-  CK(cudaMalloc(&dout, std::max<size_t>(NV, 1) * 2));
+  CK(cudaMalloc(&dout, std::max<size_t>(o_bytes, 1)));
   if (c.hT) CK(cudaMalloc(&dhT, NS * 4));
   kda_fwd_params pg = p;
   pg.q = dq, pg.k = dk, pg.v = dv, pg.g = dg, pg.beta = dbeta, pg.o = dout;
@@ -188,7 +191,7 @@ static bool RunCase(const Case& c, uint64_t seed) {
   for (const auto& [vname, variant, host_cu] : variants) {
     if (!host_cu && c.cu.empty()) continue;
     pg.cu_seqlens_host = host_cu && !c.cu.empty() ? c.cu.data() : nullptr;
-    CK(cudaMemset(dout, 0xff, NV * 2));  // NaN in bf16
+    CK(cudaMemset(dout, 0xff, o_bytes));  // NaN in bf16 and in fp32
     if (dhT) CK(cudaMemset(dhT, 0xff, NS * 4));  // NaN in fp32
     CK(cudaMemset(ws, 0xff, ws_bytes));  // the workspace starts as NaN too: every read must be written
     if (kda_status st = longhaul::kda::FwdVariant(&pg, nullptr, variant); st != KDA_OK) {
@@ -198,13 +201,14 @@ static bool RunCase(const Case& c, uint64_t seed) {
     }
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    std::vector<uint16_t> o_gpu(NV);
+    std::vector<uint16_t> o_gpu(c.o_f32 ? 0 : NV);
+    std::vector<float> o_gpu_f32(c.o_f32 ? NV : 0);
     std::vector<float> s_gpu(c.hT ? NS : 0);
-    CK(cudaMemcpy(o_gpu.data(), dout, NV * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(c.o_f32 ? static_cast<void*>(o_gpu_f32.data()) : o_gpu.data(), dout, o_bytes, cudaMemcpyDeviceToHost));
     if (c.hT) CK(cudaMemcpy(s_gpu.data(), dhT, NS * 4, cudaMemcpyDeviceToHost));
 
     std::vector<double> a(o_ref.begin(), o_ref.end()), b(NV);
-    for (size_t i = 0; i < NV; ++i) b[i] = Bf16ToFloat(o_gpu[i]);
+    for (size_t i = 0; i < NV; ++i) b[i] = c.o_f32 ? o_gpu_f32[i] : Bf16ToFloat(o_gpu[i]);
     const double ro = RelRms(a, b);
     double rs = 0;
     if (c.hT) rs = RelRms(std::vector<double>(s_ref.begin(), s_ref.end()),
@@ -217,7 +221,7 @@ static bool RunCase(const Case& c, uint64_t seed) {
     std::fflush(stdout);
   }
   for (void* ptr : {(void*)dq, (void*)dk, (void*)dv, dg, dbeta, (void*)dA, (void*)ddt, (void*)dh0,
-                    (void*)dcu, (void*)dout, (void*)dhT, ws})
+                    (void*)dcu, dout, (void*)dhT, ws})
     if (ptr) CK(cudaFree(ptr));
   return ok;
 }
@@ -247,6 +251,9 @@ int main(int argc, char** argv) {
       // no tokens at all: hT = h0, and prep + scan has no chunk to prepare
       {"empty T0 B2 H2 h0 hT", 2, 0, 2, {}, LB, true, true, true, true, false, true, true, false, false},
       {"varlen all empty [0,0,0] H2 h0 hT", 1, 0, 2, {0, 0, 0}, LD, false, false, true, true, false, false, false, false, false},
+      // o as fp32: the kernels' other store path (tails and every sequence boundary included)
+      {"fp32 o B2 T333 H3 l2 sig h0 hT", 2, 333, 3, {}, LB, true, true, true, true, false, true, true, true, true, 0, true},
+      {"fp32 o varlen [0,7,64,200,521] H2", 1, 521, 2, {0, 7, 64, 200, 521}, SP, true, true, false, true, false, true, true, false, false, 0, true},
   };
   int fails = 0;
   const int only = argc > 2 ? std::atoi(argv[2]) : -1;
