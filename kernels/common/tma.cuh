@@ -65,6 +65,23 @@ __device__ __forceinline__ void TmaLoad4d(uint32_t smem, const CUtensorMap* map,
       : "memory");
 }
 
+// TmaLoad4d into the same offset of every CTA of the cluster in cta_mask (bit r: cluster rank r),
+// completing on the barrier at bar's offset in each of them; each announces the whole box's bytes
+// on its own barrier.
+__device__ __forceinline__ void TmaLoad4dMulticast(uint32_t smem, const CUtensorMap* map, int x, int y, int z, int w,
+                                                   uint32_t bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(smem),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
+// Every thread of every CTA of the cluster: what each did before (its barriers' initialisation
+// included) is seen by all after.
+__device__ __forceinline__ void ClusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // Host side: the driver's cuTensorMapEncodeTiled, reached through the runtime so that nothing links
 // libcuda; null where the driver has none (the caller then copies without tensor maps).
 inline PFN_cuTensorMapEncodeTiled_v12000 TensorMapEncoder() {

@@ -720,7 +720,7 @@ __device__ __forceinline__ void RunSeesaw(const Params& p, const SeesawSegment& 
 // PV and writes only V columns [256 z, 256 z + 256) of its rows, z = blockIdx.z, beside the CTA
 // that has the other half; both compute the same S, P, m and l (the one with z = 0 writes m and l,
 // or the LSE, and the combine's cum), so the combine sees whole partials as without halves.
-template <int kRowGroups, bool kSeesaw, int kHalves = 1, bool kLeftAfterPv = false>
+template <int kRowGroups, bool kSeesaw, int kHalves = 1, bool kLeftAfterPv = false, bool kQPairs = false>
 __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constant__ Params p) {
   constexpr int kRows = 16 * kRowGroups;
   constexpr int kSplit = 8 / kRowGroups;     // warps sharing a row group
@@ -764,8 +764,27 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   const int mb = gridDim.x - 1 - blockIdx.x, part = blockIdx.y, half = kHalves > 1 ? blockIdx.z : 0;
 
   // With one entry, every part starts in entry 0: its Q rows load while the CTA reads the seqlens.
+  // kQPairs (launched where p.q_pairs: B = 1), two CTAs that read the same Q rows (the halves of a
+  // part, else two parts of an m-block) are a cluster, and each copies half of Q into both
+  // (multicast): all parts read their m-block's Q, ~74 KB, and L2 then serves it half as often. A
+  // template argument, so that the kernels without pairs carry none of its code (a build with the
+  // test at run time was 0.8 us slower at B1 s_q4, which pairs nothing).
   const int R0 = mb * kBlockM;
-  if (p.B == 1) LoadQ(p, sQ, 0, R0, kRows);
+  constexpr bool q_pair = kQPairs;
+  static_assert(!kQPairs || (kWgmma && !kSeesaw), "Q's pairs: the plain wgmma path");
+  constexpr int kQBar = kStages;  // Q's barrier (q_pair), after the tiles'
+  static_assert(!kQPairs || kQBar < kBars, "a barrier for Q");
+  if constexpr (q_pair) {
+    ClusterSync();  // the peer's barriers are initialised before its half of Q reaches them
+    if (threadIdx.x == 0) {
+      const int rank = kHalves == 2 ? half : int(blockIdx.y & 1);  // in the cluster
+      BarArriveExpectTx(bar0 + 8 * kQBar, kBlockM * kRowBytes);
+      TmaLoad4dMulticast(sQ + 4 * rank * kBlockBytes, rank ? &p.q_map_hi : &p.q_map_lo, 0, R0, 4 * rank, 0,
+                         bar0 + 8 * kQBar, 0b11);
+    }
+  } else if (p.B == 1) {
+    LoadQ(p, sQ, 0, R0, kRows);
+  }
   // With one entry, the part's pages are read from the block table's row once the seqlens have
   // arrived: the row's lines go to L2 now (a line a CTA, the grid covering up to 64 of them, none
   // past the row's max_pages entries, where the allocation may end), so that that read waits for L2
@@ -783,6 +802,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   if (part >= cut.parts) {
     CpAsyncCommit();
     CpAsyncWaitAll();  // no copy into shared memory outlives the CTA
+    if (q_pair) BarWait(bar0 + 8 * kQBar, 0);
     ReportProfile(p, prof);
     return;
   }
@@ -880,6 +900,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         // The loop's first barrier orders these reads before tile kStages - 1 overwrites Q.
       }
 
+      if (q_pair) BarWait(bar0 + 8 * kQBar, 0);  // (copied once: parity 0 stays complete)
       Mark(p, prof, kPrologue);
       for (int j = 0; j < n_tiles; ++j) {
         const int u = tile0 + j * kBlockN;
@@ -1168,34 +1189,49 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     }
     Mark(p, prof, kEpilogue);
   }
+  if (q_pair) BarWait(bar0 + 8 * kQBar, 0);  // (an empty entry: no copy into shared memory outlives the CTA)
   ReportProfile(p, prof);
 }
 
-template <int kRowGroups, bool kSeesaw = false, int kHalves = 1, bool kLeftAfterPv = false>
+template <int kRowGroups, bool kSeesaw = false, int kHalves = 1, bool kLeftAfterPv = false, bool kQPairs = false>
 cudaError_t Launch(const Params& p, cudaStream_t stream) {
+  constexpr auto kernel = DecodeKernel<kRowGroups, kSeesaw, kHalves, kLeftAfterPv, kQPairs>;
   static bool configured = false;  // the attribute is per function and process
   if (!configured) {
-    if (cudaError_t e = cudaFuncSetAttribute(DecodeKernel<kRowGroups, kSeesaw, kHalves, kLeftAfterPv>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              Layout<kRowGroups>::kBytes + 1024);
         e != cudaSuccess)
       return e;
     configured = true;
   }
-  DecodeKernel<kRowGroups, kSeesaw, kHalves, kLeftAfterPv><<<dim3(p.m_blocks, p.parts, kHalves), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
-  return cudaGetLastError();
+  if constexpr (!kQPairs) {
+    kernel<<<dim3(p.m_blocks, p.parts, kHalves), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
+    return cudaGetLastError();
+  } else {  // pairs of CTAs are clusters (Q's multicast above): the halves of a part, else two parts of an m-block
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(p.m_blocks, p.parts, kHalves);
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = Layout<kRowGroups>::kBytes + 1024;
+    config.stream = stream;
+    cudaLaunchAttribute cluster = {};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1, cluster.val.clusterDim.y = kHalves == 2 ? 1 : 2, cluster.val.clusterDim.z = kHalves;
+    config.attrs = &cluster, config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, p);
+  }
 }
 }  // namespace
 
 cudaError_t LaunchDecode(const Params& p, cudaStream_t stream) {
   if (p.M <= 16) return Launch<1>(p, stream);
   if (p.M <= 32) return Launch<2>(p, stream);
-  if (p.halves == 2) return Launch<4, false, 2>(p, stream);  // (schedule.h's HalvesFor)
+  if (p.halves == 2)  // (schedule.h's HalvesFor)
+    return p.q_pairs ? Launch<4, false, 2, false, true>(p, stream) : Launch<4, false, 2>(p, stream);
   // The seesaw where parts are long (serving batches, prefill); with a tile or two a part (B1), the
   // extra tile of its page-aligned start cost more than it gained (24 -> 27.6 us).
   if (MLA_SEESAW && MLA_KV_TMA && p.kv_tma && p.part_tokens >= kSeesawMinTokens)
     return p.parts == 1 ? Launch<4, true, 1, true>(p, stream) : Launch<4, true>(p, stream);
-  return Launch<4>(p, stream);
+  return p.q_pairs ? Launch<4, false, 1, false, true>(p, stream) : Launch<4>(p, stream);
 }
 
 }  // namespace longhaul::mla::gpu

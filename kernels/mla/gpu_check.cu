@@ -231,6 +231,11 @@ int main(int argc, char** argv) {
       {"B17 H16 S1280 s_q1 paged num_parts 18 (whole entries)", 17, 1, 16, std::vector<int>(17, 1280), true, true, 1.0, 18},
       {"B11 H16 S640 s_q2 causal paged num_parts 6 (two entries a part)", 11, 2, 16, std::vector<int>(11, 640), true, true, 1.0, 6},
       {"B17 H64 S1152 s_q1 paged num_parts 18 (equal lengths, the seesaw: pages)", 17, 1, 64, std::vector<int>(17, 1152), true, true, 1.0, 18},
+      // Q multicast in pairs of CTAs at B = 1 (decode.cu's kQPairs) where the last m-block is half
+      // past M, so its box of 64 rows reads past the tensor's rows: the halves of a part, and two
+      // parts of an m-block with s_q's rows in both m-blocks.
+      {"B1 H96 S3000 s_q1 paged (M 96, Q's pairs: the halves)", 1, 1, 96, {3000}, true, true, 1.0, 0},
+      {"B1 H48 S8150 s_q2 causal contiguous (M 96, Q's pairs: two parts)", 1, 2, 48, {8150}, false, true, 1.0, 0},
   };
   int fails = 0;
   const size_t only = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : cases.size();

@@ -71,6 +71,22 @@ bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map, int blocks = kDimQK 
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// Q's tensor map for the multicast of Q within a cluster (decode.cu): rank 4, (column within a
+// 64-column block, row R, block, entry), one box `blocks` blocks of 64 rows; false where the rows
+// R = s H + h are not equally spaced (s_q > 1 with a stride of s other than H rows) or the driver
+// cannot make one.
+bool EncodeQMap(const mla_fwd_params& p, CUtensorMap* map, int blocks) {
+  const auto encode = kernels::TensorMapEncoder();
+  if (p.s_q > 1 && p.q_stride[1] != p.H * p.q_stride[2]) return false;
+  const cuuint64_t dims[4] = {64, cuuint64_t(p.s_q) * p.H, cuuint64_t(kDimQK / 64), cuuint64_t(p.B)};
+  const cuuint64_t strides[3] = {cuuint64_t(p.q_stride[2]) * 2, 128, cuuint64_t(p.q_stride[0]) * 2};
+  const cuuint32_t box[4] = {64, 64, cuuint32_t(blocks), 1}, unit[4] = {1, 1, 1, 1};
+  return encode && p.q_stride[2] > 0 && (p.B == 1 || p.q_stride[0] > 0) &&
+         encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(p.q), dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 }  // namespace
 
 void gpu::SetProfileBuffer(unsigned long long* buf) { g_profile = buf; }
@@ -115,6 +131,11 @@ extern "C" mla_status mla_fwd(const mla_fwd_params* pp, void* stream) {
   g.kv_st[0] = p.kv_stride[0], g.kv_st[1] = p.kv_stride[1];
   g.block_table = p.block_table, g.bt_stride = p.block_table_stride, g.max_pages = p.max_pages;
   g.kv_tma = EncodeKvMap(p, &g.kv_map) && EncodeKvMap(p, &g.kv_map_lo, 4) && EncodeKvMap(p, &g.kv_map_hi, 5);
+  // At B = 1 every part reads its m-block's Q: pairs of CTAs (the halves of a part, else two parts
+  // of an m-block) each copy half of it into both (decode.cu; H100, 2026-12-07: s_q1 -0.65 us, s_q2
+  // -0.95, s_q4 unchanged).
+  g.q_pairs = p.B == 1 && (g.halves == 2 || (g.m_blocks > 1 && g.parts % 2 == 0)) &&
+              EncodeQMap(p, &g.q_map_lo, 4) && EncodeQMap(p, &g.q_map_hi, 5);
   g.seqlens = p.seqlens;
   const double scale = p.scale > 0 ? double(p.scale) : 1.0 / std::sqrt(192.0);
   g.scale_log2 = float(scale * 1.4426950408889634074);

@@ -47,6 +47,11 @@ struct Params {
   float* ml;                 // [slots][M][2]
   __half* opart;             // [slots][M][512]
   unsigned long long* prof;  // [kPhaseCounters]: decode.cu's phase clocks (bench diagnostics), or null
+  // Q's rows in boxes of blocks 0-3 and 4-8; valid where q_pairs (B = 1: pairs of CTAs that read the
+  // same Q rows are clusters, decode.cu, each copying one box into both). Last, so that the other
+  // fields keep their offsets in the kernels without pairs.
+  CUtensorMap q_map_lo, q_map_hi;
+  bool q_pairs;
 };
 
 // decode.cu's phase clocks (built with -DMLA_PHASE_CLOCKS), summed over CTAs, in this order: the
