@@ -770,11 +770,10 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   // template argument, so that the kernels without pairs carry none of its code (a build with the
   // test at run time was 0.8 us slower at B1 s_q4, which pairs nothing).
   const int R0 = mb * kBlockM;
-  constexpr bool q_pair = kQPairs;
   static_assert(!kQPairs || (kWgmma && !kSeesaw), "Q's pairs: the plain wgmma path");
-  constexpr int kQBar = kStages;  // Q's barrier (q_pair), after the tiles'
+  constexpr int kQBar = kStages;  // Q's barrier (kQPairs), after the tiles'
   static_assert(!kQPairs || kQBar < kBars, "a barrier for Q");
-  if constexpr (q_pair) {
+  if constexpr (kQPairs) {
     ClusterSync();  // the peer's barriers are initialised before its half of Q reaches them
     if (threadIdx.x == 0) {
       const int rank = kHalves == 2 ? half : int(blockIdx.y & 1);  // in the cluster
@@ -802,7 +801,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
   if (part >= cut.parts) {
     CpAsyncCommit();
     CpAsyncWaitAll();  // no copy into shared memory outlives the CTA
-    if (q_pair) BarWait(bar0 + 8 * kQBar, 0);
+    if constexpr (kQPairs) BarWait(bar0 + 8 * kQBar, 0);
     ReportProfile(p, prof);
     return;
   }
@@ -900,7 +899,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
         // The loop's first barrier orders these reads before tile kStages - 1 overwrites Q.
       }
 
-      if (q_pair) BarWait(bar0 + 8 * kQBar, 0);  // (copied once: parity 0 stays complete)
+      if constexpr (kQPairs) BarWait(bar0 + 8 * kQBar, 0);  // (copied once: parity 0 stays complete)
       Mark(p, prof, kPrologue);
       for (int j = 0; j < n_tiles; ++j) {
         const int u = tile0 + j * kBlockN;
@@ -1189,7 +1188,7 @@ __global__ void __launch_bounds__(kThreads, 1) DecodeKernel(const __grid_constan
     }
     Mark(p, prof, kEpilogue);
   }
-  if (q_pair) BarWait(bar0 + 8 * kQBar, 0);  // (an empty entry: no copy into shared memory outlives the CTA)
+  if constexpr (kQPairs) BarWait(bar0 + 8 * kQBar, 0);  // (an empty entry: no copy into shared memory outlives the CTA)
   ReportProfile(p, prof);
 }
 
@@ -1204,21 +1203,18 @@ cudaError_t Launch(const Params& p, cudaStream_t stream) {
       return e;
     configured = true;
   }
-  if constexpr (!kQPairs) {
-    kernel<<<dim3(p.m_blocks, p.parts, kHalves), kThreads, Layout<kRowGroups>::kBytes + 1024, stream>>>(p);
-    return cudaGetLastError();
-  } else {  // pairs of CTAs are clusters (Q's multicast above): the halves of a part, else two parts of an m-block
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(p.m_blocks, p.parts, kHalves);
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = Layout<kRowGroups>::kBytes + 1024;
-    config.stream = stream;
-    cudaLaunchAttribute cluster = {};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 1, cluster.val.clusterDim.y = kHalves == 2 ? 1 : 2, cluster.val.clusterDim.z = kHalves;
-    config.attrs = &cluster, config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, p);
-  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(p.m_blocks, p.parts, kHalves);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = Layout<kRowGroups>::kBytes + 1024;
+  config.stream = stream;
+  // With kQPairs, pairs of CTAs are clusters (Q's multicast above): the halves of a part, else two
+  // parts of an m-block.
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1, cluster.val.clusterDim.y = kHalves == 2 ? 1 : 2, cluster.val.clusterDim.z = kHalves;
+  config.attrs = &cluster, config.numAttrs = kQPairs ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, p);
 }
 }  // namespace
 

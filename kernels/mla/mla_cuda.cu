@@ -52,39 +52,38 @@ mla_status Parts(const mla_fwd_params& p, int* P) {
 
 unsigned long long* g_profile = nullptr;
 
-// The cache's tensor map for decode.cu's TMA tiles (mla_gpu.cuh), or false when the driver cannot
-// make one; the kernel then copies every tile with cp.async.
-bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map, int blocks = kDimQK / 64) {
+// A rank-4 tensor map in decode.cu's shared-memory layout (blocks of 64 rows x 128 bytes, 128-byte
+// swizzle) over bf16 rows of 576: (column within a 64-column block, row, block, entry), one box
+// `blocks` blocks of 64 rows; false when the driver cannot make one.
+bool EncodeRowBlocks(CUtensorMap* map, const void* base, int64_t rows, int64_t row_stride, int64_t entries,
+                     int64_t entry_stride, int blocks) {
   const auto encode = kernels::TensorMapEncoder();
-  const bool paged = p.block_table != nullptr;
-  // Rank 4, (column within a 64-column block, row, block, page or entry): one box is `blocks`
-  // blocks of a tile (all nine by default), in decode.cu's layout (blocks of 64 rows x 128 bytes).
-  // Nine rank-3 boxes a tile kept the issuing thread ~0.9k cycles a tile (B128 H128 684 us; 674
-  // with one box).
-  const cuuint64_t dims[4] = {64, cuuint64_t(paged ? kPageSize : p.S_max), cuuint64_t(kDimQK / 64),
-                              cuuint64_t(paged ? p.num_pages : p.B)};
-  const cuuint64_t strides[3] = {cuuint64_t(p.kv_stride[1]) * 2, 128, cuuint64_t(p.kv_stride[0]) * 2};
+  const cuuint64_t dims[4] = {64, cuuint64_t(rows), cuuint64_t(kDimQK / 64), cuuint64_t(entries)};
+  const cuuint64_t strides[3] = {cuuint64_t(row_stride) * 2, 128, cuuint64_t(entry_stride) * 2};
   const cuuint32_t box[4] = {64, 64, cuuint32_t(blocks), 1}, unit[4] = {1, 1, 1, 1};
-  return encode && dims[1] > 0 && dims[3] > 0 &&
-         encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(p.kv), dims, strides, box, unit,
+  return encode &&
+         encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(base), dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// Q's tensor map for the multicast of Q within a cluster (decode.cu): rank 4, (column within a
-// 64-column block, row R, block, entry), one box `blocks` blocks of 64 rows; false where the rows
-// R = s H + h are not equally spaced (s_q > 1 with a stride of s other than H rows) or the driver
-// cannot make one.
+// The cache's tensor map for decode.cu's TMA tiles (mla_gpu.cuh), or false when the driver cannot
+// make one; the kernel then copies every tile with cp.async. Rows are a page's or an entry's tokens;
+// one box is `blocks` blocks of a tile (all nine by default). Nine rank-3 boxes a tile kept the
+// issuing thread ~0.9k cycles a tile (B128 H128 684 us; 674 with one box).
+bool EncodeKvMap(const mla_fwd_params& p, CUtensorMap* map, int blocks = kDimQK / 64) {
+  const bool paged = p.block_table != nullptr;
+  const int64_t rows = paged ? kPageSize : p.S_max, entries = paged ? p.num_pages : p.B;
+  return rows > 0 && entries > 0 && EncodeRowBlocks(map, p.kv, rows, p.kv_stride[1], entries, p.kv_stride[0], blocks);
+}
+
+// Q's tensor map for the multicast of Q within a cluster (decode.cu): rows R = s H + h; false where
+// they are not equally spaced (s_q > 1 with a stride of s other than H rows) or the driver cannot
+// make one.
 bool EncodeQMap(const mla_fwd_params& p, CUtensorMap* map, int blocks) {
-  const auto encode = kernels::TensorMapEncoder();
   if (p.s_q > 1 && p.q_stride[1] != p.H * p.q_stride[2]) return false;
-  const cuuint64_t dims[4] = {64, cuuint64_t(p.s_q) * p.H, cuuint64_t(kDimQK / 64), cuuint64_t(p.B)};
-  const cuuint64_t strides[3] = {cuuint64_t(p.q_stride[2]) * 2, 128, cuuint64_t(p.q_stride[0]) * 2};
-  const cuuint32_t box[4] = {64, 64, cuuint32_t(blocks), 1}, unit[4] = {1, 1, 1, 1};
-  return encode && p.q_stride[2] > 0 && (p.B == 1 || p.q_stride[0] > 0) &&
-         encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(p.q), dims, strides, box, unit,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return p.q_stride[2] > 0 && (p.B == 1 || p.q_stride[0] > 0) &&
+         EncodeRowBlocks(map, p.q, int64_t(p.s_q) * p.H, p.q_stride[2], p.B, p.q_stride[0], blocks);
 }
 
 }  // namespace
