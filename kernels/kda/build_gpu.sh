@@ -3,6 +3,7 @@
 #   libkda_cuda.so  the C API on the GPU (fused.cu, kda_cuda.cu + kda_api.cc)
 #   gpu_check       correctness against the float64 CPU backend (links the CPU reference sources)
 #   bench           timings of each kernel variant kda_fwd chooses from
+#   scan_step_probe one scan step in a preparation-sized CTA (RESULTS.md step 13), checked and timed
 # Cross-compiles here (nvcc 13, sm_90a); the outputs run on the H200. Usage: kernels/kda/build_gpu.sh
 # Environment: BUILD_GPU_DIR (the output folder), KERNELS_DIR (the folder holding kda/, default this
 # repository's kernels/: tasks/kda builds its workspace copy), NVCC_EXTRA (more nvcc flags).
@@ -28,6 +29,10 @@ $NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/fused.o" "$OUT/kda_cud
 $NVCC $CU "$SRC/gpu_check.cu" "$OUT/kda_cpu.o" "$OUT/chunked_reference.o" "$OUT/problem.o" \
   "$OUT/reference.o" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &
 $NVCC $CU "$SRC/bench.cu" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/bench"
+if [ -f "$SRC/scan_step_probe.cu" ]; then  # (tasks/kda's workspace holds the harness only)
+  $NVCC $CU -Xptxas -v "$SRC/scan_step_probe.cu" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' \
+    -o "$OUT/scan_step_probe" 2> "$OUT/ptxas_probe.txt"
+fi
 wait
 grep -hE "registers|spill" "$OUT"/ptxas_*.txt
 echo "built into $OUT"
