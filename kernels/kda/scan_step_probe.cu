@@ -43,6 +43,8 @@
 //   (d) 2 CTAs an SM at once, each on its own (head, window, V half), windows of 8, 4 and 2 chunks, the
 //       same windows warmed just before: / window (the images' footprint beside L2's size is printed);
 //   (e) one CTA with no chunk: the launch and the state's load and store, to subtract from (c).
+//   (f) a preparation item (a chunk of a head), the preparation kernel alone with 2 CTAs an SM, with 1, and
+//       with 1 beside step CTAs on a second stream: what kernels/kda/queue_model.py most depends on.
 // Usage: scan_step_probe [shape=0] [iters=20]; shape 0 = B1 T8192 H64, 1 = B8 T8192 H16. Exits 1 if
 // o or the state differ from prep + scan by more than 2e-2 (relative RMS) or hold a NaN.
 #include <cuda_runtime.h>
@@ -548,6 +550,61 @@ int main(int argc, char** argv) {
     time_both(r, [&](bool early) { return Median(TimeWarm(st, iters, [&] { launch(early, 1, 8, 0); })) * 1e3; });
   }
 
+  // ---- (f) the preparation beside steps: what step 13's model most depends on ---------------------
+  // The preparation kernel (FusedKernel<kV, true>, this program's copy) launched with 2 CTAs an SM
+  // (as kda_fwd), with 1 (the CTA scheduler spreads them, one an SM), and with 1 beside a stream of
+  // step launches on a second stream that fill the other slot: microseconds a preparation item.
+  gpu::Params pp = gp;  // kda_fwd's Params (kda_cuda.cu) for this configuration, o into o2
+  pp.q = q, pp.k = k, pp.v = v, pp.g = g, pp.beta = beta;
+  for (int i = 0; i < 3; ++i)
+    pp.q_st[i] = p.q_stride[i], pp.k_st[i] = p.k_stride[i], pp.v_st[i] = p.v_stride[i],
+    pp.g_st[i] = p.g_stride[i], pp.beta_st[i] = p.beta_stride[i];
+  pp.in_bf16 = pp.g_bf16 = pp.beta_bf16 = true;
+  pp.A_log = A_log, pp.dt_bias = dt_bias, pp.hT = nullptr;
+  pp.scale = p.scale, pp.lower_bound = p.lower_bound, pp.gate = p.gate;
+  pp.l2norm = pp.beta_sigmoid = true, pp.neg_eigval = false;
+  pp.prep_chunks = N * nchunks;  // (MaxChunks in kda_cuda.cu: every batch row's chunks)
+  const double items = double(nchunks) * sh.H * N;
+  auto prep = [&](int ctas, cudaStream_t s2) {
+    pp.prep_ctas = ctas;
+    const cudaError_t e =
+        gpu::LaunchWithSmem<gpu::FusedKernel<kV, true>>(unsigned(ctas), gpu::kThreads, gpu::PrepLayout::kBytes, pp, s2);
+    CK(e);
+  };
+  const int sms = prop.multiProcessorCount;
+  prep(2 * sms, st);  // warm-up
+  CK(cudaStreamSynchronize(st));
+  const double prep_pair = Median(TimeEach(st, iters, flush, [&] { prep(2 * sms, st); })) * 1e3 * 2 * sms / items;
+  const double prep_solo = Median(TimeEach(st, iters, flush, [&] { prep(sms, st); })) * 1e3 * sms / items;
+  cudaStream_t side;
+  CK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  cudaEvent_t go, p0, p1, s1;
+  for (cudaEvent_t* e : {&go, &p0, &p1, &s1}) CK(cudaEventCreate(e));
+  std::vector<float> beside_ms(iters), step_ms(iters);
+  const int step_ctas = std::min(all_ctas, sms);
+  for (int i = 0; i < iters; ++i) {
+    flush(st, i);
+    CK(cudaEventRecord(go, st));
+    CK(cudaStreamWaitEvent(side, go));
+    CK(cudaEventRecord(p0, st));
+    prep(sms, st);  // enqueued first, so that its CTAs spread one an SM before the steps take the rest
+    CK(cudaEventRecord(p1, st));
+    // Steps over whole sequences, one launch outlasting the preparation's ~items / sms items:
+    // repeated so that the other slot stays busy to the end (the later launches are not timed).
+    LaunchStep<true>(gp, step_ctas, nchunks, nchunks, side);
+    CK(cudaEventRecord(s1, side));
+    for (int r = 0; r < 3; ++r) LaunchStep<true>(gp, step_ctas, nchunks, nchunks, side);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaStreamSynchronize(side));
+    CK(cudaEventElapsedTime(&beside_ms[i], p0, p1));
+    CK(cudaEventElapsedTime(&step_ms[i], go, s1));
+  }
+  for (cudaEvent_t e : {go, p0, p1, s1}) CK(cudaEventDestroy(e));
+  CK(cudaStreamDestroy(side));
+  const double prep_beside = Median(beside_ms) * 1e3 * sms / items, step_beside = Median(step_ms) * 1e3 / nchunks;
+  std::printf("\n(f) the preparation, us an item (chunk of a head): %.2f with 2 CTAs an SM, %.2f with 1, %.2f with 1 "
+              "beside %d step CTAs (whose first launch took %.2f us a chunk step)\n",
+              prep_pair, prep_solo, prep_beside, step_ctas, step_beside);
   std::printf("\nus a chunk step (one V half of one chunk of one head), %s on %s:\n", sh.name, prop.name);
   std::printf("| measurement | late load | early load | note |\n|---|---|---|---|\n");
   for (const Row& r : rows) std::printf("| %s | %.2f | %.2f | %s |\n", r.name, r.us[0], r.us[1], r.note);
