@@ -22,8 +22,10 @@ archive() {  # archive GIT COMMIT DEST [PATHS...]
   git -C "$git" archive "$commit" "$@" | tar -x -C "$dest"
 }
 BUILD_GPU_DIR=$PWD/.device/kda kernels/kda/build_gpu.sh > /dev/null &
+kda=$!
 BUILD_GPU_DIR=$PWD/.device/mla kernels/mla/build_gpu.sh > /dev/null
-wait
+wait "$kda"  # (a bare wait returns 0 whatever the build did)
+[ -x .device/kda/scan_step_probe ] || { echo "gpu_prepare: the probe did not build: .device/kda/ptxas_probe.txt" >&2; exit 1; }
 if [ -n "${FLA_GIT:-}" ]; then
   rm -rf .fla && archive "$FLA_GIT" bc3b101d .fla fla
 fi

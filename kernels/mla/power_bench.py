@@ -41,31 +41,39 @@ def steady_us(replay):
     return start.elapsed_time(end) * 1000.0 / calls, t0 + 0.5, time.time()  # (the clock settles first)
 
 
+def measure(lib):
+    """The phases: (name, us a call, start, end) for each shape, round and kernel."""
+    phases = []
+    for B, H, S, s_q in [(128, 128, 8192, 1), (128, 128, 8192, 2)]:
+        torch.manual_seed(7)
+        pages_per = S // fb.PAGE
+        q = torch.randn(B, s_q, H, fb.D, device="cuda", dtype=torch.bfloat16)
+        pages = torch.randn(B * pages_per, fb.PAGE, fb.D, device="cuda", dtype=torch.bfloat16)
+        table = torch.randperm(B * pages_per, device="cuda").to(torch.int32).view(B, pages_per)
+        seqlens = torch.full((B,), S, dtype=torch.int32, device="cuda")
+        o = torch.empty(B, s_q, H, fb.DV, dtype=torch.bfloat16, device="cuda")
+        lse = torch.empty(B, s_q, H, dtype=torch.float32, device="cuda")
+        ours = graphed(lambda: mla_decode(q, pages, seqlens, block_table=table, scale=fb.SCALE, causal=True,
+                                          out=o, lse=lse))
+        theirs = graphed(fb.flashmla_call(lib, q, pages, table, seqlens)[0])
+        for rnd in range(2):
+            for name, replay in (("ours", ours), ("FlashMLA", theirs)):
+                phases.append((f"s_q{s_q} {name} (round {rnd + 1})", *steady_us(replay)))
+    return phases
+
+
 def main():
     lib = fb.flashmla_library()
     log_path = os.path.join(os.environ.get("OUT", "/tmp"), "power_smi.csv")
     with open(log_path, "w") as log:
         smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw",
                                 "--format=csv,noheader,nounits", "-lms", "50"], stdout=log)
-        time.sleep(1.0)
-        phases = []
-        for B, H, S, s_q in [(128, 128, 8192, 1), (128, 128, 8192, 2)]:
-            torch.manual_seed(7)
-            pages_per = S // fb.PAGE
-            q = torch.randn(B, s_q, H, fb.D, device="cuda", dtype=torch.bfloat16)
-            pages = torch.randn(B * pages_per, fb.PAGE, fb.D, device="cuda", dtype=torch.bfloat16)
-            table = torch.randperm(B * pages_per, device="cuda").to(torch.int32).view(B, pages_per)
-            seqlens = torch.full((B,), S, dtype=torch.int32, device="cuda")
-            o = torch.empty(B, s_q, H, fb.DV, dtype=torch.bfloat16, device="cuda")
-            lse = torch.empty(B, s_q, H, dtype=torch.float32, device="cuda")
-            ours = graphed(lambda: mla_decode(q, pages, seqlens, block_table=table, scale=fb.SCALE, causal=True,
-                                              out=o, lse=lse))
-            theirs = graphed(fb.flashmla_call(lib, q, pages, table, seqlens)[0])
-            for rnd in range(2):
-                for name, replay in (("ours", ours), ("FlashMLA", theirs)):
-                    phases.append((f"s_q{s_q} {name} (round {rnd + 1})", *steady_us(replay)))
-        smi.terminate()
-        smi.wait()
+        try:
+            time.sleep(1.0)
+            phases = measure(lib)
+        finally:  # (killed by a timeout or failed: nvidia-smi would go on logging)
+            smi.terminate()
+            smi.wait()
     samples = []
     for line in open(log_path):
         fields = [x.strip() for x in line.split(",")]

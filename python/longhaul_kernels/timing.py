@@ -39,11 +39,13 @@ def median_us(fn, iters=30, warmup=3):
     global _flush
     if _flush is None:
         _flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(max(warmup, 1)):  # the last one's host time: a first call may compile or autotune
-        begin = time.perf_counter()
+    for _ in range(warmup):  # (a first call may compile or autotune)
         fn()
-        host_s = time.perf_counter() - begin
-        torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    begin = time.perf_counter()
+    fn()
+    host_s = time.perf_counter() - begin
+    torch.cuda.synchronize()
     spin = int((2.0 * host_s * 1e6 + 50.0) * _spin_cycles_per_us())
     samples = []
     for i in range(iters):
