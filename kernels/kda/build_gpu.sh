@@ -29,7 +29,7 @@ $NVCC -shared -gencode=arch=compute_90a,code=sm_90a "$OUT/fused.o" "$OUT/kda_cud
 $NVCC $CU "$SRC/gpu_check.cu" "$OUT/kda_cpu.o" "$OUT/chunked_reference.o" "$OUT/problem.o" \
   "$OUT/reference.o" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/gpu_check" &
 $NVCC $CU "$SRC/bench.cu" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' -o "$OUT/bench"
-if [ -f "$SRC/scan_step_probe.cu" ]; then  # (tasks/kda's workspace holds the harness only)
+if [ -f "$SRC/scan_step_probe.cu" ]; then  # (it compiles fused.cu into itself: tasks/kda leaves it out)
   $NVCC $CU -Xptxas -v "$SRC/scan_step_probe.cu" -L"$OUT" -lkda_cuda -Xlinker -rpath,'$ORIGIN' \
     -o "$OUT/scan_step_probe" 2> "$OUT/ptxas_probe.txt"
 fi
