@@ -1,9 +1,9 @@
 """Ours and FlashMLA at B128 H128 S8192 s_q 1 and 2 in steady state (graph replays back to back for
 2.5 s each, no flush, twice in turn), with nvidia-smi logging the SM clock and the power every 50 ms.
 Why: at these compute-bound shapes ours trails FlashMLA by 4-9% (RESULTS.md), and under load the H200
-runs power-capped at 1815-1980 MHz. The same microseconds at a lower clock would be a cycle gap; more
-microseconds at the same clock too, but a lower clock for the same cycles would be a power gap.
-Prints us a call, the median SM clock and power of each phase.
+runs power-capped at 1815-1980 MHz. Where ours runs at FlashMLA's clock and still takes longer, the gap
+is in cycles (the kernel's schedule); where ours runs at a lower clock (more power a cycle), that part of
+the gap is power. Prints us a call, the median SM clock and power of each phase.
 
 Usage (on the GPU, repo root):
   FLASHMLA_LIB=.../libflashmla_shim.so PYTHONPATH=python python3 kernels/mla/power_bench.py
