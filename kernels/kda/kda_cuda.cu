@@ -76,19 +76,8 @@ DeviceInfo CurrentDevice() {
   return {sms, 2.0 * clock_khz * 1e3 * bus_bits / 8};
 }
 
-kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
-  if (!pp) return SetError(KDA_ERR_INVALID, "params is NULL");
-  const kda_fwd_params& p = *pp;
-  if (std::string e = CheckParams(p, p.num_seqs > 0 ? p.cu_seqlens_host : nullptr); !e.empty())
-    return SetError(KDA_ERR_INVALID, e);
-  if (std::string e = CheckGpu(p); !e.empty()) return SetError(KDA_ERR_UNSUPPORTED, e);
-  const size_t n_ch = size_t(MaxChunks(p)) * p.H;
-  const size_t need = gpu::WorkspaceBytes(n_ch);
-  if (!p.workspace || p.workspace_bytes < need || reinterpret_cast<uintptr_t>(p.workspace) % 256)
-    return SetError(KDA_ERR_WORKSPACE, "workspace needs " + std::to_string(need) +
-                                           " bytes, 256-byte aligned");
-
-  gpu::Params g{};
+gpu::Params gpu::ParamsOf(const kda_fwd_params& p) {
+  Params g{};
   g.B = p.B, g.T = p.T, g.H = p.H;
   g.N = p.num_seqs > 0 ? p.num_seqs : p.B;
   g.cu = p.num_seqs > 0 ? p.cu_seqlens : nullptr;
@@ -112,6 +101,22 @@ kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
   g.neg_eigval = p.flags & KDA_FLAG_ALLOW_NEG_EIGVAL;
   g.img = static_cast<unsigned char*>(p.workspace);
   g.prof = g_profile;
+  return g;
+}
+
+kda_status FwdVariant(const kda_fwd_params* pp, void* stream, Variant variant) {
+  if (!pp) return SetError(KDA_ERR_INVALID, "params is NULL");
+  const kda_fwd_params& p = *pp;
+  if (std::string e = CheckParams(p, p.num_seqs > 0 ? p.cu_seqlens_host : nullptr); !e.empty())
+    return SetError(KDA_ERR_INVALID, e);
+  if (std::string e = CheckGpu(p); !e.empty()) return SetError(KDA_ERR_UNSUPPORTED, e);
+  const size_t n_ch = size_t(MaxChunks(p)) * p.H;
+  const size_t need = gpu::WorkspaceBytes(n_ch);
+  if (!p.workspace || p.workspace_bytes < need || reinterpret_cast<uintptr_t>(p.workspace) % 256)
+    return SetError(KDA_ERR_WORKSPACE, "workspace needs " + std::to_string(need) +
+                                           " bytes, 256-byte aligned");
+
+  gpu::Params g = gpu::ParamsOf(p);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (g.N == 0) {
     ClearError();

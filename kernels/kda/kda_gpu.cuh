@@ -63,6 +63,10 @@ struct Params {
   unsigned long long* prof;  // fused.cu's phase clocks, summed over CTAs (bench diagnostics), or null
 };
 
+// kda_fwd's Params for p (kda_cuda.cu; p already checked): everything but the launch's prep_chunks
+// and prep_ctas, which stay zero.
+Params ParamsOf(const kda_fwd_params& p);
+
 // Token range [bos, eos) of sequence n, the batch row it lives in, and its first global chunk.
 struct SeqInfo {
   int64_t bos, len;

@@ -54,10 +54,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "common/bench.cuh"
+#include "common/bf16.h"
+#include "kda/kda_testing.h"
 
 // This program compiles its own copy of fused.cu for the device helpers. Its two exported launchers
 // are renamed here, so that they do not interpose on libkda_cuda's (kda_fwd would then launch this
@@ -344,22 +345,10 @@ std::vector<float> TimeWarm(cudaStream_t st, int iters, Launch&& launch) {
   return ms;
 }
 
-float Bf16ToFloat(uint16_t x) {
-  const uint32_t u = uint32_t(x) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// RMS(x - ref) / RMS(ref); NaN if either holds one.
-template <typename T, typename Conv>
-double RelRms(const std::vector<T>& x, const std::vector<T>& ref, Conv conv) {
-  double d2 = 0, r2 = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double a = conv(x[i]), b = conv(ref[i]);
-    d2 += (a - b) * (a - b), r2 += b * b;
-  }
-  return std::sqrt(d2 / r2);
+std::vector<float> Floats(const std::vector<uint16_t>& bf16) {
+  std::vector<float> x(bf16.size());
+  std::transform(bf16.begin(), bf16.end(), x.begin(), Bf16ToFloat);
+  return x;
 }
 
 const char* VariantName(Variant v) {
@@ -455,10 +444,8 @@ int main(int argc, char** argv) {
   std::printf("kda_fwd's pick: %s; ran %s (its images stay in the workspace)\n", VariantName(pick), VariantName(ran));
 
   // ---- the probe over every chunk, from the same h0 and the images ---------------------------------
-  gpu::Params gp{};
-  gp.B = sh.B, gp.T = sh.T, gp.H = sh.H, gp.N = N, gp.cu = nullptr;
-  for (int i = 0; i < 3; ++i) gp.o_st[i] = p.o_stride[i];
-  gp.out_bf16 = true, gp.o = o2, gp.h0 = h0, gp.hT = hT2, gp.v_first = true, gp.img = static_cast<unsigned char*>(ws);
+  gpu::Params gp = gpu::ParamsOf(p);  // kda_fwd's, its images in the workspace; o and hT into o2, hT2
+  gp.o = o2, gp.hT = hT2;
   const int all_ctas = N * sh.H * 2;
   std::vector<uint16_t> o_ref(NV), o_got(NV);
   std::vector<float> h_ref(NS), h_got(NS);
@@ -472,7 +459,8 @@ int main(int argc, char** argv) {
     CK(cudaStreamSynchronize(st));
     CK(cudaMemcpy(o_got.data(), o2, NV * 2, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(h_got.data(), hT2, NS * 4, cudaMemcpyDeviceToHost));
-    const double eo = RelRms(o_got, o_ref, Bf16ToFloat), eh = RelRms(h_got, h_ref, [](float x) { return double(x); });
+    const double eo = longhaul::kda::testing::RelRms(Floats(o_ref), Floats(o_got)),
+                 eh = longhaul::kda::testing::RelRms(h_ref, h_got);
     const bool good = eo <= 2e-2 && eh <= 2e-2;  // (false on NaN)
     std::printf("probe (%s form) against prep + scan: o rel. RMS %.3e, hT rel. RMS %.3e  %s\n", form, eo, eh,
                 good ? "ok" : "FAIL");
@@ -556,15 +544,8 @@ int main(int argc, char** argv) {
   // The preparation kernel (FusedKernel<kV, true>, this program's copy) launched with 2 CTAs an SM
   // (as kda_fwd), with 1 (the CTA scheduler spreads them, one an SM), and with 1 beside a stream of
   // step launches on a second stream that fill the other slot: microseconds a preparation item.
-  gpu::Params pp = gp;  // kda_fwd's Params (kda_cuda.cu) for this configuration, o into o2
-  pp.q = q, pp.k = k, pp.v = v, pp.g = g, pp.beta = beta;
-  for (int i = 0; i < 3; ++i)
-    pp.q_st[i] = p.q_stride[i], pp.k_st[i] = p.k_stride[i], pp.v_st[i] = p.v_stride[i],
-    pp.g_st[i] = p.g_stride[i], pp.beta_st[i] = p.beta_stride[i];
-  pp.in_bf16 = pp.g_bf16 = pp.beta_bf16 = true;
-  pp.A_log = A_log, pp.dt_bias = dt_bias, pp.hT = nullptr;
-  pp.scale = p.scale, pp.lower_bound = p.lower_bound, pp.gate = p.gate;
-  pp.l2norm = pp.beta_sigmoid = true, pp.neg_eigval = false;
+  gpu::Params pp = gp;
+  pp.hT = nullptr;
   pp.prep_chunks = N * nchunks;  // (MaxChunks in kda_cuda.cu: every batch row's chunks)
   const double items = double(nchunks) * sh.H * N;
   auto prep = [&](int ctas, cudaStream_t s2) {
