@@ -40,6 +40,17 @@ def flashmla_library():
     return lib
 
 
+def paged_inputs(B, H, S, s_q):
+    """q, the paged cache (shuffled block table) and the lengths of one shape, seeded by the shape."""
+    torch.manual_seed(B * 1000 + H + s_q)
+    pages_per = S // PAGE
+    q = torch.randn(B, s_q, H, D, device="cuda", dtype=torch.bfloat16)
+    pages = torch.randn(B * pages_per, PAGE, D, device="cuda", dtype=torch.bfloat16)
+    block_table = torch.randperm(B * pages_per, device="cuda", dtype=torch.int64).to(torch.int32).view(B, pages_per)
+    seqlens = torch.full((B,), S, dtype=torch.int32, device="cuda")
+    return q, pages, block_table, seqlens
+
+
 def flashmla_call(lib, q, pages, block_table, seqlens):
     B, s_q, H, _ = q.shape
     dev, stream = q.device, torch.cuda.current_stream().cuda_stream
@@ -72,12 +83,7 @@ def main():
     if not picked or not all(c.isdigit() and int(c) < len(SHAPES) for c in picked):
         sys.exit(f"flashmla_bench: BENCH_SHAPES={picked!r}: expected digits 0-{len(SHAPES) - 1}, one a shape")
     for B, H, S, s_q in (SHAPES[int(c)] for c in picked):
-        torch.manual_seed(B * 1000 + H + s_q)
-        pages_per = S // PAGE
-        q = torch.randn(B, s_q, H, D, device="cuda", dtype=torch.bfloat16)
-        pages = torch.randn(B * pages_per, PAGE, D, device="cuda", dtype=torch.bfloat16)
-        block_table = torch.randperm(B * pages_per, device="cuda", dtype=torch.int64).to(torch.int32).view(B, pages_per)
-        seqlens = torch.full((B,), S, dtype=torch.int32, device="cuda")
+        q, pages, block_table, seqlens = paged_inputs(B, H, S, s_q)
         o1 = torch.empty(B, s_q, H, DV, dtype=torch.bfloat16, device="cuda")
         lse1 = torch.empty(B, s_q, H, dtype=torch.float32, device="cuda")
         ours = lambda: mla_decode(q, pages, seqlens, block_table=block_table, scale=SCALE, causal=True, out=o1, lse=lse1)

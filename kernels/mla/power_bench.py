@@ -45,12 +45,7 @@ def measure(lib):
     """The phases: (name, us a call, start, end) for each shape, round and kernel."""
     phases = []
     for B, H, S, s_q in [(128, 128, 8192, 1), (128, 128, 8192, 2)]:
-        torch.manual_seed(7)
-        pages_per = S // fb.PAGE
-        q = torch.randn(B, s_q, H, fb.D, device="cuda", dtype=torch.bfloat16)
-        pages = torch.randn(B * pages_per, fb.PAGE, fb.D, device="cuda", dtype=torch.bfloat16)
-        table = torch.randperm(B * pages_per, device="cuda").to(torch.int32).view(B, pages_per)
-        seqlens = torch.full((B,), S, dtype=torch.int32, device="cuda")
+        q, pages, table, seqlens = fb.paged_inputs(B, H, S, s_q)
         o = torch.empty(B, s_q, H, fb.DV, dtype=torch.bfloat16, device="cuda")
         lse = torch.empty(B, s_q, H, dtype=torch.float32, device="cuda")
         ours = graphed(lambda: mla_decode(q, pages, seqlens, block_table=table, scale=fb.SCALE, causal=True,
