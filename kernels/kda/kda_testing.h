@@ -1,6 +1,6 @@
 // kda/kda_testing.h: random KDA problems with owned inputs, and FLA's error metric, for the tests.
 //
-// Uses: reference_test.cc, chunked_reference_test.cc, kda_cpu_test.cc.
+// Uses: reference_test.cc, chunked_reference_test.cc, kda_cpu_test.cc; scan_step_probe.cu (RelRms).
 #pragma once
 
 #include <cmath>
